@@ -1,0 +1,93 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { compareHlc, createHlc, formatHlc, isTabulaError, parseHlc } from '../../../src/core/index.js';
+
+describe('hybrid logical clock', () => {
+  it('formats fixed-width keys that round-trip', () => {
+    const key = formatHlc({ wallMs: 1_700_000_000_000, counter: 10, clientId: 'tab-1' });
+    expect(key).toBe('001700000000000.00000a.tab-1');
+    expect(parseHlc(key)).toEqual({ wallMs: 1_700_000_000_000, counter: 10, clientId: 'tab-1' });
+  });
+
+  it('refuses malformed keys and client ids', () => {
+    try {
+      parseHlc('yesterday');
+      expect.unreachable();
+    } catch (error) {
+      expect(isTabulaError(error, 'schema/invalid')).toBe(true);
+    }
+    expect(() => createHlc({ clientId: 'has space' })).toThrow(/clientId/);
+    expect(() => createHlc({ clientId: '' })).toThrow(/clientId/);
+  });
+
+  it('increases strictly even when the wall clock stands still or goes back', () => {
+    let wall = 1000;
+    const clock = createHlc({ clientId: 'a', wallClock: () => wall });
+    const keys = [clock.now(), clock.now()];
+    wall = 500;
+    keys.push(clock.now());
+    wall = 2000;
+    keys.push(clock.now());
+    for (let i = 1; i < keys.length; i++) expect(compareHlc(keys[i - 1]!, keys[i]!)).toBe(-1);
+    expect(parseHlc(keys[3]!).wallMs).toBe(2000);
+  });
+
+  it('orders a receive after the remote key, even from a clock far ahead', () => {
+    const behind = createHlc({ clientId: 'z', wallClock: () => 1_000 });
+    const ahead = createHlc({ clientId: 'a', wallClock: () => 9_000_000 });
+    const sent = ahead.now();
+    const received = behind.receive(sent);
+    expect(compareHlc(sent, received)).toBe(-1);
+    expect(compareHlc(received, behind.now())).toBe(-1);
+  });
+
+  it('borrows the next millisecond instead of overflowing the counter', () => {
+    const clock = createHlc({ clientId: 'a', wallClock: () => 7 });
+    const remote = formatHlc({ wallMs: 7, counter: 0xffffff, clientId: 'b' });
+    const next = clock.receive(remote);
+    expect(parseHlc(next)).toEqual({ wallMs: 8, counter: 0, clientId: 'a' });
+    expect(compareHlc(remote, next)).toBe(-1);
+  });
+
+  it('sorts in causal order across clients with skewed clocks (property)', () => {
+    // Each simulated client has its own skew and drift; events are local
+    // ticks, sends and receives of earlier sends in random order. Every
+    // event must sort after everything that causally precedes it.
+    const step = fc.record({
+      client: fc.nat({ max: 3 }),
+      kind: fc.constantFrom('tick', 'send', 'receive'),
+      pick: fc.nat(),
+      advanceMs: fc.nat({ max: 5 }),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: -1_000_000, max: 1_000_000 }), { minLength: 4, maxLength: 4 }),
+        fc.array(step, { minLength: 1, maxLength: 200 }),
+        (skews, steps) => {
+          let realMs = 1_700_000_000_000;
+          const clocks = skews.map((skew, i) => createHlc({ clientId: `c${i}`, wallClock: () => realMs + skew }));
+          // The greatest key each client has causally seen so far.
+          const causalMax: string[] = skews.map(() => '');
+          const inFlight: { key: string; causal: string }[] = [];
+          for (const { client, kind, pick, advanceMs } of steps) {
+            realMs += advanceMs;
+            const clock = clocks[client]!;
+            let key: string;
+            let before = causalMax[client]!;
+            if (kind === 'receive' && inFlight.length > 0) {
+              const message = inFlight.splice(pick % inFlight.length, 1)[0]!;
+              key = clock.receive(message.key);
+              if (message.causal > before) before = message.causal;
+            } else {
+              key = clock.now();
+              if (kind === 'send') inFlight.push({ key, causal: key });
+            }
+            expect(compareHlc(before, key)).toBe(-1);
+            causalMax[client] = key;
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});

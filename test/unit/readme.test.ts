@@ -1,0 +1,73 @@
+/**
+ * Runs every ```ts block of the README, so the documented API cannot drift
+ * from the real one. Imports of 'tabula' and 'tabula/core' are pointed at
+ * the sources; a line `expression; // => value` becomes a deep-equality
+ * check. A block whose info string says `no-run` is skipped.
+ */
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const tmp = `${root}test/.tmp/readme/`;
+const readme = readFileSync(`${root}README.md`, 'utf8');
+
+interface Block {
+  readonly line: number;
+  readonly code: string;
+  readonly checks: number;
+}
+
+const entries: Record<string, string> = {
+  'tabula/core': `${root}src/core/index.ts`,
+  tabula: `${root}src/index.ts`,
+};
+
+function extractBlocks(markdown: string): Block[] {
+  const blocks: Block[] = [];
+  const lines = markdown.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const fence = /^```ts(.*)$/.exec(lines[i] ?? '');
+    if (!fence || fence[1]?.includes('no-run')) continue;
+    const start = i + 1;
+    const body: string[] = [];
+    let checks = 0;
+    for (i = start; i < lines.length && lines[i] !== '```'; i++) {
+      const line = lines[i] ?? '';
+      const check = /^(\s*)(.+?);\s*\/\/ => (.+)$/.exec(line);
+      if (check) {
+        checks++;
+        body.push(`${check[1]}globalThis.__readmeCheck((${check[2]}), (${check[3]}), ${i + 1});`);
+      } else {
+        body.push(line.replace(/from '(tabula(?:\/core)?)'/, (_m, name: string) => `from '${entries[name]}'`));
+      }
+    }
+    blocks.push({ line: start, code: `${body.join('\n')}\nexport {};\n`, checks });
+  }
+  return blocks;
+}
+
+const blocks = extractBlocks(readme);
+const seen: number[] = [];
+(globalThis as { __readmeCheck?: unknown }).__readmeCheck = (actual: unknown, expected: unknown, line: number) => {
+  seen.push(line);
+  expect(actual, `README.md line ${line}`).toEqual(expected);
+};
+
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe('README examples', () => {
+  it('has examples to run', () => {
+    expect(blocks.length).toBeGreaterThanOrEqual(5);
+  });
+
+  it.each(blocks.map((block) => [block.line, block] as const))('block at line %i runs and its checks hold', async (_line, block) => {
+    mkdirSync(tmp, { recursive: true });
+    const file = `${tmp}block-${block.line}.ts`;
+    writeFileSync(file, block.code);
+    const before = seen.length;
+    await import(/* @vite-ignore */ file);
+    // Every `// =>` line must actually have run (a check inside an untaken branch would prove nothing).
+    expect(seen.length - before).toBe(block.checks);
+  });
+});

@@ -1,0 +1,44 @@
+/**
+ * One Vite config for the demo (served from `demo/`) and for Vitest's two
+ * projects: `unit` in Node, `browser` in the system Chromium.
+ */
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+import { playwright } from '@vitest/browser-playwright';
+import { chromiumLaunchOptions } from './scripts/chromium.mjs';
+
+const repoRoot = fileURLToPath(new URL('.', import.meta.url));
+
+export default defineConfig({
+  root: 'demo',
+  server: { port: 5173, strictPort: false },
+  build: { outDir: '../dist-demo', emptyOutDir: true },
+  test: {
+    root: repoRoot,
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          root: repoRoot,
+          environment: 'node',
+          include: ['test/unit/**/*.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'browser',
+          root: repoRoot,
+          // The pure core's suite runs here too: proof that it needs nothing Node-only.
+          include: ['test/browser/**/*.test.ts', 'test/unit/core/**/*.test.ts'],
+          browser: {
+            enabled: true,
+            headless: true,
+            screenshotFailures: false,
+            provider: playwright({ launchOptions: chromiumLaunchOptions() }),
+            instances: [{ browser: 'chromium' }],
+          },
+        },
+      },
+    ],
+  },
+});
