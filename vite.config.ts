@@ -22,6 +22,7 @@ export default defineConfig({
           root: repoRoot,
           environment: 'node',
           include: ['test/unit/**/*.test.ts'],
+          setupFiles: ['test/unit/setup.ts'],
         },
       },
       {

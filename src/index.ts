@@ -4,3 +4,4 @@
  * land. Importing it opens nothing: every resource is opened by a factory.
  */
 export * from './core/index.js';
+export * from './store/index.js';

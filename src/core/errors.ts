@@ -16,6 +16,8 @@ export type ErrorCode =
   | 'context/over-limit'
   | 'session/conflict'
   | 'session/not-found'
+  | 'session/exists'
+  | 'checkpoint/not-found'
   | 'run/busy'
   | 'run/interrupted'
   | 'run/stale'

@@ -17,6 +17,24 @@ const MAX_COUNTER = 16 ** COUNTER_DIGITS - 1;
 const CLIENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const HLC_KEY = /^(\d{15})\.([0-9a-f]{6})\.([A-Za-z0-9_-]{1,64})$/;
 
+/**
+ * An order key as stored: an HLC key, optionally followed by `#` and an
+ * 8-digit index for rows that one op creates several of (journal entries,
+ * restored messages). The suffix keeps them in order right after their op.
+ */
+export const ORDER_KEY = /^\d{15}\.[0-9a-f]{6}\.[A-Za-z0-9_-]{1,64}(#\d{8})?$/;
+
+/** The HLC key an order key starts with (drops a `#index` suffix). */
+export function hlcOf(order: string): string {
+  const hash = order.indexOf('#');
+  return hash === -1 ? order : order.slice(0, hash);
+}
+
+/** The order key of the `index`-th row an op with order `order` creates. */
+export function subOrder(order: string, index: number): string {
+  return `${order}#${String(index).padStart(8, '0')}`;
+}
+
 /** The parts of an order key. */
 export interface HlcTimestamp {
   readonly wallMs: number;

@@ -34,5 +34,18 @@ export {
 export type { TokenCounter } from './tokens.js';
 export { WorkingContext } from './context.js';
 export type { ContextDiff, FrozenContext, WorkingContextInit } from './context.js';
-export { compareHlc, createHlc, formatHlc, parseHlc } from './hlc.js';
+export { ORDER_KEY, compareHlc, createHlc, formatHlc, hlcOf, parseHlc, subOrder } from './hlc.js';
 export type { HlcOptions, HlcTimestamp, HybridLogicalClock } from './hlc.js';
+export {
+  CheckpointSnapshotSchema,
+  MessageStatusSchema,
+  OpSchema,
+  OrderKeySchema,
+  PrefixDataSchema,
+  StateFieldsSchema,
+  StatePatchSchema,
+  emptyStateFields,
+  makeOp,
+  parseOp,
+} from './ops.js';
+export type { CheckpointSnapshot, MessageStatus, Op, OpBody, OpKind, PrefixData, StateFields, StatePatch } from './ops.js';

@@ -16,6 +16,12 @@ export interface TokenCounter {
   readonly name: string;
   /** Tokens of all the messages together. Pure: the same messages give the same number. */
   count(messages: readonly Message[]): Promise<number>;
+  /**
+   * Tokens of each message, in one call. Optional: stores use it to cache a
+   * count per message (falling back to one `count` call per message), so a
+   * counter behind a worker should implement it to save round trips.
+   */
+  countEach?(messages: readonly Message[]): Promise<number[]>;
 }
 
 /**
@@ -71,5 +77,9 @@ export class ApproxTokenCounter implements TokenCounter {
     let total = 0;
     for (const message of messages) total += estimateMessageTokens(message);
     return Promise.resolve(total);
+  }
+
+  countEach(messages: readonly Message[]): Promise<number[]> {
+    return Promise.resolve(messages.map(estimateMessageTokens));
   }
 }

@@ -1,0 +1,125 @@
+/**
+ * Ops: the unit of change. Every write to a session, local or arriving from
+ * sync, is a list of ops applied by one function in the store, so there is
+ * one write path and sync retries are safe: applying an op twice changes
+ * nothing (message rows are keyed by id, last-write-wins fields compare
+ * order keys, state saves compare version numbers).
+ *
+ * This module owns the op shapes and their zod schemas, shared by the
+ * browser store, the sync client and the server. It does not apply ops.
+ */
+import { z } from 'zod';
+import { TabulaError, describeIssues } from './errors.js';
+import { ORDER_KEY } from './hlc.js';
+import { JsonValueSchema, type JsonValue } from './json.js';
+import { MessageSchema } from './message.js';
+
+/** A stored row's order key (an op's order, or one with a `#index` suffix). */
+export const OrderKeySchema = z.string().regex(ORDER_KEY, 'expected an order key');
+const IdSchema = z.string().min(1).max(128);
+
+/** The persisted form of a PrefixContext. */
+export const PrefixDataSchema = z.strictObject({
+  systemPrompt: z.string(),
+  grounding: z.array(MessageSchema),
+  schemaBlock: z.string().nullable(),
+});
+export type PrefixData = z.infer<typeof PrefixDataSchema>;
+
+/** A message's storage status. */
+export const MessageStatusSchema = z.enum(['complete', 'streaming', 'interrupted']);
+export type MessageStatus = z.infer<typeof MessageStatusSchema>;
+
+/** The state fields of a session that `save()` writes. */
+export const StateFieldsSchema = z.strictObject({
+  summary: z.string().nullable(),
+  tasks: JsonValueSchema,
+  plan: JsonValueSchema,
+  permissions: JsonValueSchema,
+  tools: z.array(z.string()),
+  context: z.record(z.string(), JsonValueSchema),
+});
+export type StateFields = {
+  summary: string | null;
+  tasks: JsonValue;
+  plan: JsonValue;
+  permissions: JsonValue;
+  tools: string[];
+  context: Record<string, JsonValue>;
+};
+/** A partial update of the state fields. */
+export const StatePatchSchema = StateFieldsSchema.partial();
+export type StatePatch = Partial<StateFields>;
+
+/** The values of a new session's state fields. */
+export function emptyStateFields(): StateFields {
+  return { summary: null, tasks: null, plan: null, permissions: null, tools: [], context: {} };
+}
+
+/** What a checkpoint freezes: enough to put the session back as it was. */
+export const CheckpointSnapshotSchema = z.strictObject({
+  prefix: PrefixDataSchema,
+  state: StateFieldsSchema,
+  messages: z.array(
+    z.strictObject({ id: IdSchema, order: OrderKeySchema, createdAt: z.number(), status: MessageStatusSchema, message: MessageSchema }),
+  ),
+});
+export type CheckpointSnapshot = z.infer<typeof CheckpointSnapshotSchema>;
+
+const bodies = {
+  'session.create': z.strictObject({ createdAt: z.number(), forkOf: z.strictObject({ sessionId: z.string(), userId: z.string() }).nullable() }),
+  'session.delete': z.strictObject({}),
+  'session.clear': z.strictObject({}),
+  'message.append': z.strictObject({ id: IdSchema, createdAt: z.number(), status: MessageStatusSchema, message: MessageSchema }),
+  'message.update': z.strictObject({ id: IdSchema, status: MessageStatusSchema, message: MessageSchema }),
+  'prefix.set': z.strictObject({ prefix: PrefixDataSchema }),
+  'state.save': z.strictObject({ version: z.number().int().positive(), patch: StatePatchSchema }),
+  'journal.append': z.strictObject({ entries: z.array(JsonValueSchema).min(1) }),
+  'journal.commit': z.strictObject({ watermark: z.number().int().nonnegative() }),
+  'note.add': z.strictObject({ text: z.string().max(500), runId: z.string().nullable(), scope: z.string().nullable(), at: z.number() }),
+  'memory.set': z.strictObject({ scope: z.string().min(1), key: z.string().min(1).max(128), value: JsonValueSchema }),
+  'memory.delete': z.strictObject({ scope: z.string().min(1), key: z.string().min(1).max(128) }),
+  'checkpoint.create': z.strictObject({ id: IdSchema, label: z.string().nullable(), at: z.number(), snapshot: CheckpointSnapshotSchema }),
+  'checkpoint.restore': z.strictObject({ id: IdSchema, version: z.number().int().positive() }),
+} as const;
+
+type Bodies = typeof bodies;
+/** Every kind of op. */
+export type OpKind = keyof Bodies;
+/** The body of an op of kind K. */
+export type OpBody<K extends OpKind> = z.infer<Bodies[K]>;
+
+/** One change to one session. */
+export type Op = {
+  [K in OpKind]: { id: string; kind: K; userId: string; sessionId: string; order: string; body: OpBody<K> };
+}[OpKind];
+
+const opVariants = (Object.keys(bodies) as OpKind[]).map((kind) =>
+  z.strictObject({
+    id: IdSchema,
+    kind: z.literal(kind),
+    userId: z.string().min(1),
+    sessionId: z.string().min(1),
+    order: OrderKeySchema,
+    body: bodies[kind],
+  }),
+);
+
+/** The zod schema of an {@link Op}. */
+export const OpSchema = z.discriminatedUnion('kind', opVariants as [(typeof opVariants)[number], ...typeof opVariants]) as unknown as z.ZodType<Op>;
+
+/** Validates an op from elsewhere (a tab, the server); throws `schema/invalid` naming the field. */
+export function parseOp(value: unknown, where = 'op'): Op {
+  const result = OpSchema.safeParse(value);
+  if (!result.success) {
+    throw new TabulaError('schema/invalid', `${where} is not a valid op: ${describeIssues(result.error.issues)}.`, {
+      issues: result.error.issues,
+    });
+  }
+  return result.data;
+}
+
+/** Builds an op of kind K; the body is trusted (validated by the caller). */
+export function makeOp<K extends OpKind>(kind: K, fields: { id: string; userId: string; sessionId: string; order: string; body: OpBody<K> }): Op {
+  return { ...fields, kind } as Op;
+}

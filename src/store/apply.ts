@@ -1,0 +1,246 @@
+/**
+ * The one write path: applies ops to the database inside the caller's
+ * Dexie transaction. Local writes and ops that arrive from sync both come
+ * through here, and applying an op twice changes nothing:
+ * - rows created by an op are keyed by ids the op carries;
+ * - last-write-wins fields (prefix, memory keys) keep the greatest order;
+ * - state saves and restores carry the version they produce, applied only
+ *   over an older version.
+ */
+import { hlcOf, parseHlc, subOrder } from '../core/hlc.js';
+import { emptyStateFields, type Op, type OpBody } from '../core/ops.js';
+import { assertNever } from '../core/errors.js';
+import { sessionRange, tombstoneKey, type MessageRow, type SessionRow, type TabulaDb } from './schema.js';
+
+
+function wallMs(op: Op): number {
+  return parseHlc(hlcOf(op.order)).wallMs;
+}
+
+/** Drops cached token totals that cover a message at `order` (it changed, or arrived out of order). */
+function invalidateTotals(row: SessionRow, order: string): void {
+  for (const [counter, totals] of Object.entries(row.tokenTotals)) {
+    if (order <= totals.upTo) delete row.tokenTotals[counter];
+  }
+}
+
+async function deleteSessionRows(db: TabulaDb, userId: string, sessionId: string): Promise<void> {
+  const [lower, upper] = sessionRange(userId, sessionId);
+  await Promise.all([
+    db.messages.where('[userId+sessionId+order]').between(lower, upper).delete(),
+    db.journal.where('[userId+sessionId+order]').between(lower, upper).delete(),
+    db.notes.where('[userId+sessionId+order]').between(lower, upper).delete(),
+    db.memory.where('[userId+sessionId+scope]').between(lower, upper).delete(),
+    db.runs.where('[userId+sessionId+scope]').between(lower, upper).delete(),
+    db.checkpoints.where('[userId+sessionId]').equals([userId, sessionId]).delete(),
+  ]);
+}
+
+function newSessionRow(op: Op & { kind: 'session.create' }): SessionRow {
+  return {
+    userId: op.userId,
+    sessionId: op.sessionId,
+    version: 0,
+    prefix: { systemPrompt: '', grounding: [], schemaBlock: null },
+    prefixOrder: '',
+    summaryOrder: '',
+    createdOrder: op.order,
+    clearedBefore: '',
+    state: emptyStateFields(),
+    messageCount: 0,
+    journalCount: 0,
+    journalWatermark: 0,
+    createdAt: op.body.createdAt,
+    updatedAt: op.body.createdAt,
+    lastOrder: op.order,
+    forkOf: op.body.forkOf,
+    tokenTotals: {},
+  };
+}
+
+function messageRow(op: Op, body: OpBody<'message.append'>): MessageRow {
+  return {
+    id: body.id,
+    userId: op.userId,
+    sessionId: op.sessionId,
+    order: op.order,
+    createdAt: body.createdAt,
+    status: body.status,
+    message: body.message,
+    tokens: {},
+  };
+}
+
+/**
+ * Applies one op. Must run inside a readwrite transaction over every table
+ * of the session (see `sessionTables`). Returns false when the op changed
+ * nothing (already applied, superseded, or its session is gone).
+ */
+export async function applyOp(db: TabulaDb, op: Op): Promise<boolean> {
+  const key: [string, string] = [op.userId, op.sessionId];
+  const existing = await db.sessions.get(key);
+
+  if (op.kind === 'session.create') {
+    // A replayed create from before a delete must not bring the session back.
+    const tombstone = await db.meta.get(tombstoneKey(op.userId, op.sessionId));
+    if (tombstone && typeof tombstone.value === 'string' && op.order <= tombstone.value) return false;
+    if (!existing) {
+      await db.sessions.add(newSessionRow(op));
+      return true;
+    }
+    // Two devices may create the same session; its life starts at the earliest create.
+    if (op.order >= existing.createdOrder) return false;
+    await db.sessions.put({ ...existing, createdOrder: op.order });
+    return true;
+  }
+  if (!existing) return false;
+  // Ops older than the session's creation belong to an earlier life of this id (before a delete).
+  if (op.order < existing.createdOrder) return false;
+  const row: SessionRow = existing;
+
+  switch (op.kind) {
+    case 'session.delete':
+      // A delete older than the session's creation belongs to an earlier life of this id.
+      if (op.order <= row.createdOrder) return false;
+      await deleteSessionRows(db, op.userId, op.sessionId);
+      await db.sessions.delete(key);
+      await db.meta.put({ key: tombstoneKey(op.userId, op.sessionId), value: op.order });
+      return true;
+
+    case 'session.clear': {
+      const [lower] = sessionRange(op.userId, op.sessionId);
+      // Only messages ordered before the clear go: an append made concurrently on another device survives.
+      await db.messages.where('[userId+sessionId+order]').between(lower, [op.userId, op.sessionId, op.order]).delete();
+      row.messageCount = await db.messages.where('[userId+sessionId+order]').between(...sessionRange(op.userId, op.sessionId)).count();
+      if (op.order > row.clearedBefore) row.clearedBefore = op.order;
+      // The summary goes only if nothing wrote it after this clear (a replayed clear must not undo a later save).
+      if (op.order > row.summaryOrder) {
+        row.state = { ...row.state, summary: null };
+        row.summaryOrder = op.order;
+      }
+      row.tokenTotals = {};
+      break;
+    }
+
+    case 'message.append': {
+      // Appended before a clear or restore that has already been applied: that message is gone for good.
+      if (op.order < row.clearedBefore) return false;
+      if (await db.messages.get([op.userId, op.sessionId, op.body.id])) return false;
+      await db.messages.add(messageRow(op, op.body));
+      row.messageCount += 1;
+      invalidateTotals(row, op.order);
+      break;
+    }
+
+    case 'message.update': {
+      const current = await db.messages.get([op.userId, op.sessionId, op.body.id]);
+      if (!current) return false;
+      // A final status is final: a late 'streaming' flush cannot undo 'complete' or 'interrupted'.
+      if (current.status !== 'streaming' && op.body.status === 'streaming') return false;
+      await db.messages.put({ ...current, status: op.body.status, message: op.body.message, tokens: {} });
+      invalidateTotals(row, current.order);
+      break;
+    }
+
+    case 'prefix.set':
+      if (op.order <= row.prefixOrder) return false;
+      row.prefix = op.body.prefix;
+      row.prefixOrder = op.order;
+      break;
+
+    case 'state.save':
+      if (op.body.version <= row.version) return false;
+      row.state = { ...row.state, ...op.body.patch };
+      row.version = op.body.version;
+      if (op.body.patch.summary !== undefined && op.order > row.summaryOrder) row.summaryOrder = op.order;
+      break;
+
+    case 'journal.append': {
+      if (await db.journal.get(`${op.id}:0`)) return false;
+      await db.journal.bulkAdd(
+        op.body.entries.map((entry, index) => ({
+          id: `${op.id}:${index}`,
+          userId: op.userId,
+          sessionId: op.sessionId,
+          order: subOrder(op.order, index),
+          entry,
+        })),
+      );
+      row.journalCount += op.body.entries.length;
+      break;
+    }
+
+    case 'journal.commit': {
+      const watermark = Math.max(row.journalWatermark, Math.min(op.body.watermark, row.journalCount));
+      if (watermark === row.journalWatermark) return false;
+      row.journalWatermark = watermark;
+      break;
+    }
+
+    case 'note.add':
+      if (await db.notes.get(op.id)) return false;
+      await db.notes.add({ id: op.id, userId: op.userId, sessionId: op.sessionId, order: op.order, ...op.body });
+      break;
+
+    case 'memory.set':
+    case 'memory.delete': {
+      const memoryKey: [string, string, string, string] = [op.userId, op.sessionId, op.body.scope, op.body.key];
+      const current = await db.memory.get(memoryKey);
+      if (current && op.order <= current.order) return false;
+      const deleted = op.kind === 'memory.delete';
+      await db.memory.put({
+        userId: op.userId,
+        sessionId: op.sessionId,
+        scope: op.body.scope,
+        key: op.body.key,
+        value: deleted ? null : op.body.value,
+        deleted,
+        order: op.order,
+      });
+      break;
+    }
+
+    case 'checkpoint.create':
+      if (await db.checkpoints.get(op.body.id)) return false;
+      await db.checkpoints.add({
+        id: op.body.id,
+        userId: op.userId,
+        sessionId: op.sessionId,
+        label: op.body.label,
+        at: op.body.at,
+        order: op.order,
+        snapshot: op.body.snapshot,
+      });
+      break;
+
+    case 'checkpoint.restore': {
+      if (op.body.version <= row.version) return false;
+      const checkpoint = await db.checkpoints.get(op.body.id);
+      if (!checkpoint || checkpoint.userId !== op.userId || checkpoint.sessionId !== op.sessionId) return false;
+      const { snapshot } = checkpoint;
+      await db.messages.where('[userId+sessionId+order]').between(...sessionRange(op.userId, op.sessionId)).delete();
+      // Restored messages take order keys derived from the restore, so they sort as of now: a clear
+      // replayed later (ordered before the restore) cannot drop them, and appends still follow them.
+      await db.messages.bulkAdd(
+        snapshot.messages.map((m, index) => ({ ...m, order: subOrder(op.order, index), userId: op.userId, sessionId: op.sessionId, tokens: {} })),
+      );
+      row.prefix = snapshot.prefix;
+      row.prefixOrder = op.order;
+      row.summaryOrder = op.order;
+      if (op.order > row.clearedBefore) row.clearedBefore = op.order;
+      row.state = snapshot.state;
+      row.version = op.body.version;
+      row.messageCount = snapshot.messages.length;
+      row.tokenTotals = {};
+      break;
+    }
+
+    default:
+      assertNever(op, 'op kind');
+  }
+
+  if (op.order > row.lastOrder) row.lastOrder = op.order;
+  row.updatedAt = Math.max(row.updatedAt, wallMs(op));
+  await db.sessions.put(row);
+  return true;
+}

@@ -1,0 +1,97 @@
+/**
+ * The change feed: tells subscribers which session changed, in this tab
+ * (directly, after the transaction committed) and in every other tab of the
+ * same origin (over a BroadcastChannel named for the database).
+ *
+ * Messages from other tabs are validated; a malformed one is reported to
+ * `onError` and dropped, never thrown into this tab's code. The feed says
+ * *that* something changed and which kinds of op did it; readers re-read
+ * IndexedDB, which is the source of truth.
+ */
+import { z } from 'zod';
+import { TabulaError, describeIssues } from '../core/errors.js';
+import type { OpKind } from '../core/ops.js';
+
+/** Where a change came from. */
+export type ChangeOrigin = 'local' | 'tab' | 'remote';
+
+/** One committed change to a session. */
+export interface SessionChange {
+  readonly userId: string;
+  readonly sessionId: string;
+  /** The kinds of op that the change applied, e.g. ['message.append']. */
+  readonly kinds: readonly OpKind[];
+  readonly origin: ChangeOrigin;
+}
+
+const WireChangeSchema = z.strictObject({
+  v: z.literal(1),
+  userId: z.string(),
+  sessionId: z.string(),
+  kinds: z.array(z.string()),
+  fromRemote: z.boolean(),
+});
+
+type Listener = (change: SessionChange) => void;
+
+export interface ChangeFeed {
+  /** Announces a committed change here and to the other tabs. */
+  publish(change: Omit<SessionChange, 'origin'>, origin: 'local' | 'remote'): void;
+  /** Listens to one session's changes; returns the unsubscribe function. */
+  subscribe(userId: string, sessionId: string, listener: Listener): () => void;
+  close(): void;
+}
+
+/** Opens the feed for database `name`. */
+export function createChangeFeed(name: string, onError: (error: TabulaError) => void): ChangeFeed {
+  const listeners = new Map<string, Set<Listener>>();
+  const keyOf = (userId: string, sessionId: string) => JSON.stringify([userId, sessionId]);
+  const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(`tabula:${name}:changes`) : null;
+
+  const deliver = (change: SessionChange) => {
+    for (const listener of listeners.get(keyOf(change.userId, change.sessionId)) ?? []) {
+      try {
+        listener(change);
+      } catch (error) {
+        onError(new TabulaError('argument/invalid', 'A subscribe() listener threw; the others were still called.', { cause: error }));
+      }
+    }
+  };
+
+  if (channel) {
+    channel.onmessage = (event: MessageEvent<unknown>) => {
+      const parsed = WireChangeSchema.safeParse(event.data);
+      if (!parsed.success) {
+        onError(
+          new TabulaError('schema/invalid', `Ignored a malformed change message from another tab: ${describeIssues(parsed.error.issues)}.`, {
+            issues: parsed.error.issues,
+          }),
+        );
+        return;
+      }
+      const { userId, sessionId, kinds, fromRemote } = parsed.data;
+      deliver({ userId, sessionId, kinds: kinds as OpKind[], origin: fromRemote ? 'remote' : 'tab' });
+    };
+  }
+
+  return {
+    publish(change, origin) {
+      deliver({ ...change, origin });
+      channel?.postMessage({ v: 1, userId: change.userId, sessionId: change.sessionId, kinds: [...change.kinds], fromRemote: origin === 'remote' });
+    },
+    subscribe(userId, sessionId, listener) {
+      const key = keyOf(userId, sessionId);
+      let set = listeners.get(key);
+      if (!set) listeners.set(key, (set = new Set()));
+      set.add(listener);
+      return () => {
+        set.delete(listener);
+        if (set.size === 0) listeners.delete(key);
+      };
+    },
+    close() {
+      listeners.clear();
+      channel?.close();
+    },
+  };
+}

@@ -1,0 +1,20 @@
+/** The session store on IndexedDB (Dexie). */
+export { openTabula } from './tabula.js';
+export type { OpenTabulaOptions, StorageEstimate, Tabula } from './tabula.js';
+export type { Session, SessionJournal } from './session.js';
+export type { ChangeOrigin, SessionChange } from './changes.js';
+export { SessionExportSchema, parseSessionExport } from './export.js';
+export type { SessionExport } from './export.js';
+export type {
+  CheckpointInfo,
+  ConflictPolicy,
+  Memory,
+  Note,
+  SaveOptions,
+  SessionInfo,
+  SessionOptions,
+  SessionState,
+  SessionStatePatch,
+  StoredMessage,
+} from './types.js';
+export { SCHEMA_VERSION } from './schema.js';

@@ -1,0 +1,111 @@
+/**
+ * Memory: a key-value store per (session, scope) for an agent's
+ * bookkeeping, such as a provider's conversation id. Every write is saved
+ * at once, in its own transaction, and is never rolled back by a failing
+ * run. Deletes leave a tombstone so that an older write arriving later
+ * (from another tab or device) cannot bring a key back.
+ */
+import { TabulaError } from '../core/errors.js';
+import { findJsonProblem, type JsonValue } from '../core/json.js';
+import { formatPath } from '../core/errors.js';
+import { mapStorageError } from './errors.js';
+import { checkRow, type MemoryRow } from './schema.js';
+import type { Memory } from './types.js';
+import { assertOpen, commit, type StoreContext } from './writer.js';
+
+/** Checks a memory scope name: 1–128 characters. */
+export function checkScope(scope: unknown): string {
+  if (typeof scope !== 'string' || scope.length < 1 || scope.length > 128) {
+    throw new TabulaError('argument/invalid', `A memory scope must be a string of 1–128 characters, got ${JSON.stringify(scope)}.`);
+  }
+  return scope;
+}
+
+function checkKey(key: unknown): string {
+  if (typeof key !== 'string' || key.length < 1 || key.length > 128) {
+    const shown = typeof key === 'string' ? `a string of ${key.length} characters` : JSON.stringify(key);
+    throw new TabulaError('memory/bad-key', `A memory key must be a string of 1–128 characters, got ${shown}.`);
+  }
+  return key;
+}
+
+function checkValue(key: string, value: unknown): JsonValue {
+  if (value === null || value === undefined) {
+    throw new TabulaError(
+      'memory/bad-value',
+      `memory.set(${JSON.stringify(key)}, ${String(value)}): a memory value cannot be ${String(value)}; use memory.delete(${JSON.stringify(key)}) to remove a key.`,
+    );
+  }
+  const problem = findJsonProblem(value);
+  if (problem) {
+    throw new TabulaError(
+      'memory/bad-value',
+      `memory.set(${JSON.stringify(key)}, …): the value is not JSON at ${formatPath(problem.path)}: ${problem.message}.`,
+      { issues: [problem] },
+    );
+  }
+  return value as JsonValue;
+}
+
+/** The Memory of one session and scope. `requireSession` throws when the session is gone. */
+export function createMemory(store: StoreContext, userId: string, sessionId: string, scope: string): Memory {
+  checkScope(scope);
+  const where = `memory "${scope}" of session "${sessionId}"`;
+
+  const live = async (): Promise<MemoryRow[]> => {
+    assertOpen(store);
+    try {
+      const rows = await store.db.memory.where('[userId+sessionId+scope]').equals([userId, sessionId, scope]).toArray();
+      return rows.map((row) => checkRow('memory', [row.userId, row.sessionId, row.scope, row.key], row)).filter((row) => !row.deleted);
+    } catch (error) {
+      throw mapStorageError(error, `read ${where}`);
+    }
+  };
+
+  const write = (what: string, build: Parameters<typeof commit<void>>[4]) => commit(store, userId, sessionId, `${what} in ${where}`, build);
+
+  const requireRow = (row: unknown) => {
+    if (!row) throw new TabulaError('session/not-found', `Session "${sessionId}" of user "${userId}" no longer exists; open it again with tabula.session().`);
+  };
+
+  return {
+    async get<T extends JsonValue>(key: string): Promise<T | undefined> {
+      checkKey(key);
+      assertOpen(store);
+      let row: MemoryRow | undefined;
+      try {
+        row = await store.db.memory.get([userId, sessionId, scope, key]);
+      } catch (error) {
+        throw mapStorageError(error, `read ${where}`);
+      }
+      if (!row) return undefined;
+      checkRow('memory', [userId, sessionId, scope, key], row);
+      return row.deleted ? undefined : (row.value as T);
+    },
+    async set(key, value) {
+      checkKey(key);
+      const checked = checkValue(key, value);
+      await write(`set key "${key}"`, async (tx) => {
+        requireRow(tx.row());
+        await tx.emit('memory.set', { scope, key, value: checked });
+      });
+    },
+    async delete(key) {
+      checkKey(key);
+      await write(`delete key "${key}"`, async (tx) => {
+        requireRow(tx.row());
+        await tx.emit('memory.delete', { scope, key });
+      });
+    },
+    async keys() {
+      return (await live()).map((row) => row.key).sort();
+    },
+    async clear() {
+      await write('clear', async (tx) => {
+        requireRow(tx.row());
+        const rows = await store.db.memory.where('[userId+sessionId+scope]').equals([userId, sessionId, scope]).toArray();
+        for (const row of rows) if (!row.deleted) await tx.emit('memory.delete', { scope, key: row.key });
+      });
+    },
+  };
+}

@@ -1,0 +1,277 @@
+/**
+ * The IndexedDB schema (Dexie), its versions, and the shapes of the rows.
+ *
+ * Rows read back are validated before use: IndexedDB is shared with every
+ * other script of the origin and with older versions of this code, so a
+ * row can be anything. A bad row gives `schema/invalid` naming the table,
+ * the key and the field; other rows stay readable.
+ *
+ * Versions: each Dexie version below is kept forever; a schema change adds
+ * a new version with an upgrade function, never edits an old one.
+ */
+import { Dexie, type EntityTable, type Table } from 'dexie';
+import { z } from 'zod';
+import { TabulaError, describeIssues } from '../core/errors.js';
+import { JsonValueSchema, type JsonValue } from '../core/json.js';
+import { MessageSchema, type Message } from '../core/message.js';
+import {
+  CheckpointSnapshotSchema,
+  MessageStatusSchema,
+  OpSchema,
+  PrefixDataSchema,
+  StateFieldsSchema,
+  type CheckpointSnapshot,
+  type MessageStatus,
+  type Op,
+  type PrefixData,
+  type StateFields,
+} from '../core/ops.js';
+
+/** Token totals cached on the session row, per counter: valid for messages up to `upTo`. */
+export interface TokenTotal {
+  total: number;
+  upTo: string;
+  messages: number;
+}
+
+export interface SessionRow {
+  userId: string;
+  sessionId: string;
+  version: number;
+  prefix: PrefixData;
+  /** Order key of the prefix.set that wrote the prefix ('' = never set). */
+  prefixOrder: string;
+  /** Order key of the last op that wrote the summary (a save with a summary, a clear, a restore). */
+  summaryOrder: string;
+  /** Order key of the session.create op; an older session.delete does not apply. */
+  createdOrder: string;
+  /** Messages ordered before this key were dropped by a clear or a restore; an append ordered before it is refused. */
+  clearedBefore: string;
+  state: StateFields;
+  messageCount: number;
+  journalCount: number;
+  journalWatermark: number;
+  createdAt: number;
+  updatedAt: number;
+  /** The greatest op order applied to this session; new local ops sort after it. */
+  lastOrder: string;
+  forkOf: { userId: string; sessionId: string } | null;
+  tokenTotals: Record<string, TokenTotal>;
+}
+
+export interface MessageRow {
+  id: string;
+  userId: string;
+  sessionId: string;
+  order: string;
+  createdAt: number;
+  status: MessageStatus;
+  message: Message;
+  /** Cached token counts by counter name. */
+  tokens: Record<string, number>;
+}
+
+export interface JournalRow {
+  id: string;
+  userId: string;
+  sessionId: string;
+  order: string;
+  entry: JsonValue;
+}
+
+export interface NoteRow {
+  id: string;
+  userId: string;
+  sessionId: string;
+  order: string;
+  text: string;
+  runId: string | null;
+  scope: string | null;
+  at: number;
+}
+
+export interface MemoryRow {
+  userId: string;
+  sessionId: string;
+  scope: string;
+  key: string;
+  /** null with `deleted` = a tombstone, so an older set cannot bring the key back. */
+  value: JsonValue | null;
+  deleted: boolean;
+  order: string;
+}
+
+export interface RunRow {
+  runId: string;
+  userId: string;
+  sessionId: string;
+  scope: string;
+  visit: number;
+  attempt: number;
+  status: 'running' | 'succeeded' | 'failed' | 'interrupted' | 'abandoned';
+  startedAt: number;
+  endedAt: number | null;
+}
+
+export interface CheckpointRow {
+  id: string;
+  userId: string;
+  sessionId: string;
+  label: string | null;
+  at: number;
+  order: string;
+  snapshot: CheckpointSnapshot;
+}
+
+export interface OutboxRow {
+  seq?: number;
+  op: Op;
+}
+
+export interface MetaRow {
+  key: string;
+  value: JsonValue;
+}
+
+/** The Dexie database of one `openTabula({ name })`. */
+export type TabulaDb = Dexie & {
+  sessions: Table<SessionRow, [string, string]>;
+  messages: Table<MessageRow, [string, string, string]>;
+  journal: EntityTable<JournalRow, 'id'>;
+  notes: EntityTable<NoteRow, 'id'>;
+  memory: Table<MemoryRow, [string, string, string, string]>;
+  runs: EntityTable<RunRow, 'runId'>;
+  checkpoints: EntityTable<CheckpointRow, 'id'>;
+  outbox: EntityTable<OutboxRow, 'seq'>;
+  meta: EntityTable<MetaRow, 'key'>;
+};
+
+/** The current schema version; bump it with a new `db.version(n)` below. */
+export const SCHEMA_VERSION = 1;
+
+/** Opens (creating or upgrading) the database. */
+export function createDb(name: string): TabulaDb {
+  const db = new Dexie(name) as TabulaDb;
+  db.version(1).stores({
+    sessions: '[userId+sessionId], [userId+updatedAt]',
+    messages: '[userId+sessionId+id], [userId+sessionId+order]',
+    journal: 'id, [userId+sessionId+order]',
+    notes: 'id, [userId+sessionId+order]',
+    memory: '[userId+sessionId+scope+key], [userId+sessionId+scope]',
+    runs: 'runId, [userId+sessionId+scope]',
+    checkpoints: 'id, [userId+sessionId]',
+    outbox: '++seq',
+    meta: 'key',
+  });
+  return db;
+}
+
+/** Every table of a session's data, for transactions that touch them all. */
+export function sessionTables(db: TabulaDb): Table[] {
+  return [db.sessions, db.messages, db.journal, db.notes, db.memory, db.runs, db.checkpoints, db.outbox, db.meta];
+}
+
+/** The meta key of a deleted session's tombstone (its value: the delete's order key). */
+export function tombstoneKey(userId: string, sessionId: string): string {
+  return `deleted:${JSON.stringify([userId, sessionId])}`;
+}
+
+/** Bounds of a compound index range over one session: [userId, sessionId, *]. */
+export function sessionRange(userId: string, sessionId: string): [unknown[], unknown[]] {
+  return [
+    [userId, sessionId, Dexie.minKey],
+    [userId, sessionId, Dexie.maxKey],
+  ];
+}
+
+const OrderSchema = z.string().min(1);
+
+const rowSchemas = {
+  sessions: z.object({
+    userId: z.string(),
+    sessionId: z.string(),
+    version: z.number().int().nonnegative(),
+    prefix: PrefixDataSchema,
+    prefixOrder: z.string(),
+    summaryOrder: z.string(),
+    createdOrder: z.string(),
+    clearedBefore: z.string(),
+    state: StateFieldsSchema,
+    messageCount: z.number().int().nonnegative(),
+    journalCount: z.number().int().nonnegative(),
+    journalWatermark: z.number().int().nonnegative(),
+    createdAt: z.number(),
+    updatedAt: z.number(),
+    lastOrder: z.string(),
+    forkOf: z.object({ userId: z.string(), sessionId: z.string() }).nullable(),
+    tokenTotals: z.record(z.string(), z.object({ total: z.number(), upTo: z.string(), messages: z.number() })),
+  }),
+  messages: z.object({
+    id: z.string(),
+    userId: z.string(),
+    sessionId: z.string(),
+    order: OrderSchema,
+    createdAt: z.number(),
+    status: MessageStatusSchema,
+    message: MessageSchema,
+    tokens: z.record(z.string(), z.number()),
+  }),
+  journal: z.object({ id: z.string(), userId: z.string(), sessionId: z.string(), order: OrderSchema, entry: JsonValueSchema }),
+  notes: z.object({
+    id: z.string(),
+    userId: z.string(),
+    sessionId: z.string(),
+    order: OrderSchema,
+    text: z.string(),
+    runId: z.string().nullable(),
+    scope: z.string().nullable(),
+    at: z.number(),
+  }),
+  memory: z.object({
+    userId: z.string(),
+    sessionId: z.string(),
+    scope: z.string(),
+    key: z.string(),
+    value: JsonValueSchema.nullable(),
+    deleted: z.boolean(),
+    order: OrderSchema,
+  }),
+  checkpoints: z.object({
+    id: z.string(),
+    userId: z.string(),
+    sessionId: z.string(),
+    label: z.string().nullable(),
+    at: z.number(),
+    order: OrderSchema,
+    snapshot: CheckpointSnapshotSchema,
+  }),
+  outbox: z.object({ seq: z.number().optional(), op: OpSchema }),
+} as const;
+
+type RowTypes = {
+  sessions: SessionRow;
+  messages: MessageRow;
+  journal: JournalRow;
+  notes: NoteRow;
+  memory: MemoryRow;
+  checkpoints: CheckpointRow;
+  outbox: OutboxRow;
+};
+
+/**
+ * Validates a row read from `table`. Throws `schema/invalid` naming the
+ * table, the row's key and the bad fields.
+ */
+export function checkRow<T extends keyof RowTypes>(table: T, key: unknown, row: unknown): RowTypes[T] {
+  const result = rowSchemas[table].safeParse(row);
+  if (!result.success) {
+    throw new TabulaError(
+      'schema/invalid',
+      `Row ${JSON.stringify(key)} of IndexedDB table "${table}" is corrupt or was written by incompatible code: ` +
+        `${describeIssues(result.error.issues)}. Other rows are unaffected; delete or re-import this session to repair it.`,
+      { issues: result.error.issues },
+    );
+  }
+  // Validation passed; return the row itself (not zod's copy) to keep identity and skip a clone.
+  return row as RowTypes[T];
+}

@@ -1,0 +1,505 @@
+/**
+ * A Session handle: one conversation, keyed by (userId, sessionId), on
+ * IndexedDB. Every write is one transaction through the op write path and
+ * is durable when its promise resolves; every read validates the rows it
+ * returns. The handle holds no copy of the data: two handles, in one tab or
+ * in several, always see the same session.
+ *
+ * Runs, streaming and the blackboard build on this module; they are not
+ * part of it.
+ */
+import type { z } from 'zod';
+import { WorkingContext, type FrozenContext } from '../core/context.js';
+import { TabulaError, describeIssues, formatPath } from '../core/errors.js';
+import { subOrder } from '../core/hlc.js';
+import { MutationJournal } from '../core/journal.js';
+import { cloneJson, deepFreeze, findJsonProblem, type JsonValue } from '../core/json.js';
+import { parseMessage, type Message } from '../core/message.js';
+import { StatePatchSchema, type PrefixData, type StateFields } from '../core/ops.js';
+import { PrefixContext } from '../core/prefix.js';
+import { applyScope, type ContextScope } from '../core/scopes.js';
+import type { SessionChange } from './changes.js';
+import { mapStorageError } from './errors.js';
+import { parseSessionExport, type SessionExport } from './export.js';
+import { newId } from './ids.js';
+import { createMemory } from './memory.js';
+import { checkRow, sessionRange, type MessageRow, type SessionRow } from './schema.js';
+import { countSessionTokens } from './session-tokens.js';
+import type {
+  CheckpointInfo,
+  ConflictPolicy,
+  Memory,
+  Note,
+  SaveOptions,
+  SessionState,
+  SessionStatePatch,
+  StoredMessage,
+} from './types.js';
+import { assertOpen, commit, type Emitter, type StoreContext } from './writer.js';
+
+/** The persisted journal of a session: a MutationJournal whose entries and watermark survive reloads. */
+export interface SessionJournal {
+  record(entry: JsonValue): Promise<void>;
+  apply(entries: JsonValue[]): Promise<void>;
+  diff(): Promise<JsonValue[]>;
+  markCommitted(): Promise<void>;
+  view(): Promise<JsonValue[]>;
+}
+
+/** One conversation and everything kept with it. */
+export interface Session {
+  readonly userId: string;
+  readonly sessionId: string;
+  /** Appends messages; durable when the promise resolves. */
+  append(message: Message | Message[]): Promise<StoredMessage[]>;
+  /** Messages oldest first; `scope` is resolved over the whole session, then `last` keeps the newest. */
+  messages(options?: { last?: number; scope?: ContextScope }): Promise<StoredMessage[]>;
+  messageCount(): Promise<number>;
+  prefix(): Promise<PrefixContext>;
+  setPrefix(prefix: PrefixContext): Promise<void>;
+  readonly journal: SessionJournal;
+  state(): Promise<SessionState>;
+  save(patch: SessionStatePatch, options?: SaveOptions): Promise<SessionState>;
+  /** Drops messages and summary; keeps prefix, tasks, plan, permissions, tools, journal, memory, notes. */
+  clearContext(): Promise<void>;
+  /** ≤ 500 characters; '' does nothing; longer throws 'note/too-long'. */
+  note(text: string): Promise<void>;
+  notes(): Promise<Note[]>;
+  memory(scope?: string): Memory;
+  /** Prefix + messages through the Tabula's counter, cached per message. */
+  tokens(): Promise<number>;
+  toContext(options?: { last?: number; scope?: ContextScope }): Promise<WorkingContext>;
+  freeze(): Promise<FrozenContext>;
+  /** A persisted, independent copy under a new id: messages, prefix, state, journal and memory. */
+  fork(sessionId: string, options?: { userId?: string }): Promise<Session>;
+  checkpoint(label?: string): Promise<CheckpointInfo>;
+  checkpoints(): Promise<CheckpointInfo[]>;
+  /** Puts messages, prefix and state fields back as they were at the checkpoint (a new version). */
+  restore(checkpointId: string): Promise<void>;
+  export(): Promise<SessionExport>;
+  /** Fires after each committed change to this session, made in this tab, another tab, or by sync. */
+  subscribe(listener: (change: SessionChange) => void): () => void;
+  close(): Promise<void>;
+}
+
+/** Opens sessions by id; implemented by the Tabula handle (used by fork). */
+export type SessionOpener = (sessionId: string, options: { userId: string; contextSchema?: z.ZodObject }) => Promise<Session>;
+/** Imports an export; implemented by the Tabula handle (used by fork). */
+export type SessionImporter = (data: SessionExport, contextSchema?: z.ZodObject) => Promise<Session>;
+
+const NOTE_MAX_CHARS = 500;
+const STATE_KEYS = ['summary', 'tasks', 'plan', 'permissions', 'tools', 'context'] as const;
+
+export function toStoredMessage(row: Pick<MessageRow, 'id' | 'order' | 'status' | 'createdAt' | 'message'>): StoredMessage {
+  return deepFreeze({ ...row.message, id: row.id, order: row.order, status: row.status, createdAt: row.createdAt });
+}
+
+/** The wire message of a stored one (drops id, order, status, createdAt). */
+export function toWireMessage(stored: StoredMessage): Message {
+  const { id: _id, order: _order, status: _status, createdAt: _createdAt, ...message } = stored;
+  return message;
+}
+
+function toPrefixData(prefix: PrefixContext): PrefixData {
+  if (!(prefix instanceof PrefixContext)) {
+    throw new TabulaError('argument/invalid', 'setPrefix() takes a PrefixContext; build one with new PrefixContext({ systemPrompt, grounding }).');
+  }
+  return { systemPrompt: prefix.systemPrompt, grounding: [...prefix.grounding], schemaBlock: prefix.schemaBlock };
+}
+
+function toState(row: SessionRow): SessionState {
+  return deepFreeze({ ...cloneJson(row.state as unknown as JsonValue) as unknown as StateFields, version: row.version, updatedAt: row.updatedAt });
+}
+
+function checkLast(last: unknown): number | undefined {
+  if (last === undefined) return undefined;
+  if (typeof last !== 'number' || !Number.isSafeInteger(last) || last < 0) {
+    throw new TabulaError('argument/invalid', `messages({ last }) takes a whole number ≥ 0, got ${JSON.stringify(last)}.`);
+  }
+  return last;
+}
+
+export interface SessionHandleInit {
+  store: StoreContext;
+  userId: string;
+  sessionId: string;
+  contextSchema: z.ZodObject | undefined;
+  open: SessionOpener;
+  importSession: SessionImporter;
+}
+
+/** Builds the handle of an existing session. */
+export function createSessionHandle(init: SessionHandleInit): Session {
+  const { store, userId, sessionId, contextSchema } = init;
+  const { db } = store;
+  const label = `session "${sessionId}" of user "${userId}"`;
+  const unsubscribers = new Set<() => void>();
+  let closed = false;
+
+  const ensureOpen = () => {
+    assertOpen(store);
+    if (closed) throw new TabulaError('storage/closed', `This handle of ${label} is closed; get a new one with tabula.session().`);
+  };
+
+  const notFound = () =>
+    new TabulaError('session/not-found', `${label} no longer exists (deleted here or in another tab); open it again with tabula.session() to start afresh.`);
+
+  const requireRow = (row: SessionRow | undefined): SessionRow => {
+    if (!row) throw notFound();
+    return row;
+  };
+
+  const write = <T>(what: string, build: (tx: Emitter) => Promise<T>): Promise<T> => {
+    ensureOpen();
+    return commit(store, userId, sessionId, `${what} (${label})`, build);
+  };
+
+  const read = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+    ensureOpen();
+    try {
+      return await fn();
+    } catch (error) {
+      throw mapStorageError(error, `${what} (${label})`);
+    }
+  };
+
+  const readRow = async (): Promise<SessionRow> => {
+    const key: [string, string] = [userId, sessionId];
+    const row = await read('read the session', () => db.sessions.get(key));
+    return checkRow('sessions', key, requireRow(row));
+  };
+
+  const messageRows = () => db.messages.where('[userId+sessionId+order]').between(...sessionRange(userId, sessionId));
+
+  const readMessages = async (last?: number): Promise<StoredMessage[]> => {
+    const rows = await read('read messages', async () => {
+      if (last === undefined) return messageRows().toArray();
+      if (last === 0) return [];
+      return (await messageRows().reverse().limit(last).toArray()).reverse();
+    });
+    return rows.map((row) => toStoredMessage(checkRow('messages', [row.userId, row.sessionId, row.id], row)));
+  };
+
+  const journalRows = () => db.journal.where('[userId+sessionId+order]').between(...sessionRange(userId, sessionId));
+
+  const readJournal = async (offset = 0): Promise<JsonValue[]> => {
+    const rows = await read('read the journal', () => journalRows().offset(offset).toArray());
+    return rows.map((row) => checkRow('journal', row.id, row).entry);
+  };
+
+  const checkContext = (context: Record<string, JsonValue>): void => {
+    if (!contextSchema) return;
+    const result = contextSchema.safeParse(context);
+    if (!result.success) {
+      throw new TabulaError('schema/invalid', `save() for ${label}: state.context does not match the session's contextSchema: ${describeIssues(result.error.issues.map((i) => ({ ...i, path: ['context', ...i.path] })))}.`, {
+        issues: result.error.issues,
+      });
+    }
+  };
+
+  const checkPatch = (patch: unknown, where: string): SessionStatePatch => {
+    if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) {
+      throw new TabulaError('argument/invalid', `${where} takes an object of state fields (${STATE_KEYS.join(', ')}).`);
+    }
+    for (const [key, value] of Object.entries(patch)) {
+      const problem = findJsonProblem(value);
+      if (problem) {
+        throw new TabulaError('schema/invalid', `${where}: field ${formatPath([key, ...problem.path])} is not JSON: ${problem.message}.`, { issues: [problem] });
+      }
+    }
+    const result = StatePatchSchema.safeParse(patch);
+    if (!result.success) {
+      throw new TabulaError(
+        'schema/invalid',
+        `${where} for ${label}: ${describeIssues(result.error.issues)}. Writable fields: ${STATE_KEYS.join(', ')}.`,
+        { issues: result.error.issues },
+      );
+    }
+    if (result.data.context) checkContext(result.data.context);
+    return result.data;
+  };
+
+  const resolveConflict = (policy: ConflictPolicy, current: SessionState, patch: SessionStatePatch, expected: number): SessionStatePatch => {
+    if (policy === 'overwrite') return patch;
+    if (policy === 'reject') {
+      throw new TabulaError(
+        'session/conflict',
+        `save() for ${label} expected version ${expected}, but the session is at version ${current.version} (saved elsewhere meanwhile). ` +
+          'Nothing was written. Read state() again and retry, or pass onConflict: "overwrite" or a merge function.',
+      );
+    }
+    if (typeof policy === 'function') return checkPatch(policy(current, patch), 'the onConflict merge function result');
+    throw new TabulaError('argument/invalid', `onConflict must be 'reject', 'overwrite' or a function, got ${JSON.stringify(policy)}.`);
+  };
+
+  const exportData = async (): Promise<SessionExport> => {
+    ensureOpen();
+    try {
+      return await db.transaction('r', [db.sessions, db.messages, db.journal, db.notes, db.memory], async () => {
+        const row = await readRow();
+        const [messages, journal, notes, memory] = await Promise.all([
+          messageRows().toArray(),
+          journalRows().toArray(),
+          db.notes.where('[userId+sessionId+order]').between(...sessionRange(userId, sessionId)).toArray(),
+          db.memory.where('[userId+sessionId+scope]').between(...sessionRange(userId, sessionId)).toArray(),
+        ]);
+        return {
+          format: 'tabula.session' as const,
+          formatVersion: 1 as const,
+          userId,
+          sessionId,
+          createdAt: row.createdAt,
+          updatedAt: row.updatedAt,
+          version: row.version,
+          forkOf: row.forkOf,
+          prefix: row.prefix,
+          state: row.state,
+          messages: messages.map((m) => {
+            checkRow('messages', [m.userId, m.sessionId, m.id], m);
+            return { id: m.id, order: m.order, createdAt: m.createdAt, status: m.status, message: m.message };
+          }),
+          journal: { entries: journal.map((j) => checkRow('journal', j.id, j).entry), watermark: row.journalWatermark },
+          notes: notes.map((n) => checkRow('notes', n.id, n)).map(({ text, runId, scope, at }) => ({ text, runId, scope, at })),
+          memory: memory
+            .map((m) => checkRow('memory', [m.userId, m.sessionId, m.scope, m.key], m))
+            .filter((m) => !m.deleted)
+            .map(({ scope, key, value }) => ({ scope, key, value: value })),
+        };
+      });
+    } catch (error) {
+      throw mapStorageError(error, `export ${label}`);
+    }
+  };
+
+  const session: Session = {
+    userId,
+    sessionId,
+
+    async append(input) {
+      const list = Array.isArray(input) ? input : [input];
+      const parsed = list.map((message, index) => parseMessage(message, `append() to ${label}: message[${index}]`));
+      if (parsed.length === 0) return [];
+      return write(`append ${parsed.length} message(s)`, async (tx) => {
+        requireRow(tx.row());
+        const stored: StoredMessage[] = [];
+        for (const message of parsed) {
+          const op = await tx.emit('message.append', { id: newId(), createdAt: Date.now(), status: 'complete', message });
+          if (op.kind === 'message.append') stored.push(toStoredMessage({ ...op.body, order: op.order }));
+        }
+        return stored;
+      });
+    },
+
+    async messages(options = {}) {
+      const last = checkLast(options.last);
+      if (!options.scope) return readMessages(last);
+      const scoped = applyScope(options.scope, await readMessages());
+      return last === undefined ? scoped : scoped.slice(Math.max(0, scoped.length - last));
+    },
+
+    async messageCount() {
+      return (await readRow()).messageCount;
+    },
+
+    async prefix() {
+      return new PrefixContext((await readRow()).prefix);
+    },
+
+    async setPrefix(prefix) {
+      const data = toPrefixData(prefix);
+      await write('set the prefix', async (tx) => {
+        requireRow(tx.row());
+        await tx.emit('prefix.set', { prefix: data });
+      });
+    },
+
+    journal: {
+      async record(entry) {
+        await session.journal.apply([entry]);
+      },
+      async apply(entries) {
+        if (!Array.isArray(entries)) throw new TabulaError('argument/invalid', 'journal.apply() takes an array of JSON entries.');
+        entries.forEach((entry, index) => {
+          const problem = findJsonProblem(entry);
+          if (problem) {
+            throw new TabulaError('schema/invalid', `journal entry [${index}] of ${label} is not JSON at ${formatPath(problem.path)}: ${problem.message}.`, { issues: [problem] });
+          }
+        });
+        if (entries.length === 0) return;
+        await write('record journal entries', async (tx) => {
+          requireRow(tx.row());
+          await tx.emit('journal.append', { entries });
+        });
+      },
+      async diff() {
+        return readJournal((await readRow()).journalWatermark);
+      },
+      async markCommitted() {
+        await write('commit the journal', async (tx) => {
+          const row = requireRow(tx.row());
+          await tx.emit('journal.commit', { watermark: row.journalCount });
+        });
+      },
+      async view() {
+        return readJournal();
+      },
+    },
+
+    async state() {
+      return toState(await readRow());
+    },
+
+    async save(patch, options = {}) {
+      let checked = checkPatch(patch, 'save()');
+      const { expectedVersion, onConflict = 'reject' } = options;
+      if (expectedVersion !== undefined && (!Number.isSafeInteger(expectedVersion) || expectedVersion < 0)) {
+        throw new TabulaError('argument/invalid', `save({ expectedVersion }) takes the version number read from state(), got ${JSON.stringify(expectedVersion)}.`);
+      }
+      return write('save state', async (tx) => {
+        const row = requireRow(tx.row());
+        if (expectedVersion !== undefined && row.version !== expectedVersion) {
+          checked = resolveConflict(onConflict, toState(row), checked, expectedVersion);
+        }
+        await tx.emit('state.save', { version: row.version + 1, patch: checked });
+        return toState(requireRow(tx.row()));
+      });
+    },
+
+    async clearContext() {
+      await write('clear the context', async (tx) => {
+        requireRow(tx.row());
+        await tx.emit('session.clear', {});
+      });
+    },
+
+    async note(text) {
+      if (typeof text !== 'string') throw new TabulaError('argument/invalid', `note() takes a string, got ${typeof text}.`);
+      if (text === '') return;
+      if (text.length > NOTE_MAX_CHARS) {
+        throw new TabulaError('note/too-long', `A note has at most ${NOTE_MAX_CHARS} characters; this one has ${text.length}. Shorten it or split it into several notes.`);
+      }
+      await write('add a note', async (tx) => {
+        requireRow(tx.row());
+        await tx.emit('note.add', { text, runId: null, scope: null, at: Date.now() });
+      });
+    },
+
+    async notes() {
+      const rows = await read('read notes', () => db.notes.where('[userId+sessionId+order]').between(...sessionRange(userId, sessionId)).toArray());
+      return rows.map((row) => checkRow('notes', row.id, row)).map(({ id, text, runId, scope, at }) => Object.freeze({ id, text, runId, scope, at }));
+    },
+
+    memory(scope = 'default') {
+      ensureOpen();
+      return createMemory(store, userId, sessionId, scope);
+    },
+
+    async tokens() {
+      ensureOpen();
+      return countSessionTokens({ store, userId, sessionId, label, readRow });
+    },
+
+    async toContext(options = {}) {
+      const [row, messages, entries] = await Promise.all([readRow(), session.messages(options), readJournal()]);
+      const journal = new MutationJournal<unknown>(entries.slice(0, row.journalWatermark));
+      journal.apply(entries.slice(row.journalWatermark));
+      return new WorkingContext({
+        prefix: new PrefixContext(row.prefix),
+        messages: messages.map(toWireMessage),
+        journal,
+        tokenCounter: store.tokenCounter,
+      });
+    },
+
+    async freeze() {
+      return (await session.toContext()).freeze();
+    },
+
+    async fork(newSessionId, options = {}) {
+      const data = await exportData();
+      const forkUserId = options.userId ?? userId;
+      return init.importSession({ ...data, userId: forkUserId, sessionId: newSessionId, forkOf: { userId, sessionId } }, contextSchema);
+    },
+
+    async checkpoint(checkpointLabel) {
+      if (checkpointLabel !== undefined && typeof checkpointLabel !== 'string') {
+        throw new TabulaError('argument/invalid', 'checkpoint(label) takes a string label or nothing.');
+      }
+      return write('create a checkpoint', async (tx) => {
+        const row = requireRow(tx.row());
+        const rows = await messageRows().toArray();
+        const id = newId();
+        const at = Date.now();
+        await tx.emit('checkpoint.create', {
+          id,
+          label: checkpointLabel ?? null,
+          at,
+          snapshot: {
+            prefix: row.prefix,
+            state: row.state,
+            messages: rows.map(({ id: mid, order, createdAt, status, message }) => ({ id: mid, order, createdAt, status, message })),
+          },
+        });
+        return Object.freeze({ id, label: checkpointLabel ?? null, at });
+      });
+    },
+
+    async checkpoints() {
+      const rows = await read('list checkpoints', () => db.checkpoints.where('[userId+sessionId]').equals([userId, sessionId]).toArray());
+      return rows.sort((a, b) => (a.order < b.order ? -1 : 1)).map(({ id, label: l, at }) => Object.freeze({ id, label: l, at }));
+    },
+
+    async restore(checkpointId) {
+      await write('restore a checkpoint', async (tx) => {
+        const row = requireRow(tx.row());
+        const checkpoint = await db.checkpoints.get(checkpointId);
+        if (!checkpoint || checkpoint.userId !== userId || checkpoint.sessionId !== sessionId) {
+          throw new TabulaError('checkpoint/not-found', `${label} has no checkpoint ${JSON.stringify(checkpointId)}; list them with session.checkpoints().`);
+        }
+        checkRow('checkpoints', checkpointId, checkpoint);
+        await tx.emit('checkpoint.restore', { id: checkpointId, version: row.version + 1 });
+      });
+    },
+
+    export: exportData,
+
+    subscribe(listener) {
+      ensureOpen();
+      const unsubscribe = store.feed.subscribe(userId, sessionId, listener);
+      unsubscribers.add(unsubscribe);
+      return () => {
+        unsubscribe();
+        unsubscribers.delete(unsubscribe);
+      };
+    },
+
+    close() {
+      closed = true;
+      for (const unsubscribe of unsubscribers) unsubscribe();
+      unsubscribers.clear();
+      return Promise.resolve();
+    },
+  };
+  return session;
+}
+
+/** Validates and rewrites an export into the ops that recreate it (used by import and fork). */
+export async function importInto(tx: Emitter, data: SessionExport): Promise<void> {
+  parseSessionExport(data);
+  await tx.emit('session.create', { createdAt: data.createdAt, forkOf: data.forkOf });
+  if (data.prefix.systemPrompt !== '' || data.prefix.grounding.length > 0 || data.prefix.schemaBlock !== null) {
+    await tx.emit('prefix.set', { prefix: data.prefix });
+  }
+  if (data.version > 0) await tx.emit('state.save', { version: data.version, patch: data.state });
+  // Messages keep their ids and their relative order; their order keys are derived from one fresh key,
+  // so they belong to this session's life (after its create) and later appends sort after them.
+  const base = tx.nextOrder();
+  const messages = [...data.messages].sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
+  for (const [index, m] of messages.entries()) {
+    await tx.emit('message.append', { id: m.id, createdAt: m.createdAt, status: m.status, message: m.message }, { order: subOrder(base, index) });
+  }
+  if (data.journal.entries.length > 0) await tx.emit('journal.append', { entries: data.journal.entries });
+  if (data.journal.watermark > 0) await tx.emit('journal.commit', { watermark: Math.min(data.journal.watermark, data.journal.entries.length) });
+  for (const note of data.notes) await tx.emit('note.add', note);
+  for (const { scope, key, value } of data.memory) await tx.emit('memory.set', { scope, key, value });
+}

@@ -1,0 +1,194 @@
+/**
+ * `openTabula()`: opens one IndexedDB database and hands out sessions.
+ * Everything it opens (the database, the cross-tab channel) is closed by
+ * `close()`; nothing is opened at import time.
+ */
+import type { z } from 'zod';
+import { TabulaError } from '../core/errors.js';
+import { createHlc } from '../core/hlc.js';
+import { ApproxTokenCounter, type TokenCounter } from '../core/tokens.js';
+import { createChangeFeed } from './changes.js';
+import { mapStorageError } from './errors.js';
+import { parseSessionExport, type SessionExport } from './export.js';
+import { newClientId } from './ids.js';
+import { createDb, checkRow } from './schema.js';
+import { createSessionHandle, importInto, type Session } from './session.js';
+import type { SessionInfo, SessionOptions } from './types.js';
+import { assertOpen, commit, type StoreContext } from './writer.js';
+
+export interface OpenTabulaOptions {
+  /** IndexedDB database name. @default 'tabula' */
+  name?: string;
+  /** The user of `session()` calls that name none. @default 'anonymous' */
+  userId?: string;
+  /** Counts tokens for `session.tokens()` and contexts. @default ApproxTokenCounter (the worker counter once it lands) */
+  tokenCounter?: TokenCounter;
+  /** Receives problems that are reported, not thrown: a malformed message from another tab, a failed cache write. @default console.warn */
+  onError?: (error: TabulaError) => void;
+}
+
+export interface StorageEstimate {
+  /** Bytes this origin uses. */
+  usage: number;
+  /** Bytes this origin may use. */
+  quota: number;
+  /** Whether the browser promised not to evict this origin's data. */
+  persisted: boolean;
+}
+
+/** An open Tabula database. */
+export interface Tabula {
+  /** Opens a session, creating it when it does not exist. */
+  session(sessionId: string, options?: SessionOptions): Promise<Session>;
+  /** The user's sessions, newest (last changed) first. */
+  sessions(query?: { userId?: string }): Promise<SessionInfo[]>;
+  /** Deletes a session and everything kept with it. */
+  deleteSession(sessionId: string, options?: { userId?: string }): Promise<void>;
+  /** Recreates a session from `session.export()` output; refuses an id that exists. */
+  importSession(data: SessionExport): Promise<Session>;
+  /** Storage use of this origin (zeros where the StorageManager API is missing). */
+  storage(): Promise<StorageEstimate>;
+  /** Asks the browser to keep this origin's data under storage pressure; false where unsupported or refused. */
+  requestPersistence(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+const ID_MAX = 256;
+
+function checkId(value: unknown, what: string): string {
+  if (typeof value !== 'string' || value.length < 1 || value.length > ID_MAX) {
+    throw new TabulaError('argument/invalid', `${what} must be a string of 1–${ID_MAX} characters, got ${JSON.stringify(value)}.`);
+  }
+  return value;
+}
+
+/** Opens (creating or upgrading) the Tabula database `name`. */
+export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabula> {
+  const name = checkId(options.name ?? 'tabula', 'openTabula({ name })');
+  const defaultUserId = checkId(options.userId ?? 'anonymous', 'openTabula({ userId })');
+  if (typeof indexedDB === 'undefined') {
+    throw new TabulaError('storage/failed', 'IndexedDB is not available here. In Node, load fake-indexeddb (import "fake-indexeddb/auto") before openTabula().');
+  }
+  const onError = options.onError ?? ((error: TabulaError) => console.warn(`[tabula] ${error.message}`, error.cause ?? ''));
+  const db = createDb(name);
+  try {
+    await db.open();
+  } catch (error) {
+    throw mapStorageError(error, `open the IndexedDB database "${name}"`);
+  }
+  const store: StoreContext = {
+    db,
+    name,
+    clock: createHlc({ clientId: newClientId() }),
+    feed: createChangeFeed(name, onError),
+    tokenCounter: options.tokenCounter ?? new ApproxTokenCounter(),
+    defaultUserId,
+    onError,
+    closed: false,
+  };
+  const handles = new Set<Session>();
+
+  const handleFor = (userId: string, sessionId: string, contextSchema: z.ZodObject | undefined): Session => {
+    const handle = createSessionHandle({ store, userId, sessionId, contextSchema, open, importSession: importData });
+    handles.add(handle);
+    const close = handle.close.bind(handle);
+    return Object.assign(handle, {
+      close: async () => {
+        handles.delete(handle);
+        await close();
+      },
+    });
+  };
+
+  async function open(sessionId: string, opts: SessionOptions = {}): Promise<Session> {
+    assertOpen(store);
+    checkId(sessionId, 'session(sessionId)');
+    const userId = checkId(opts.userId ?? defaultUserId, 'session({ userId })');
+    await commit(store, userId, sessionId, `open session "${sessionId}"`, async (tx) => {
+      if (!tx.row()) await tx.emit('session.create', { createdAt: Date.now(), forkOf: null });
+    });
+    return handleFor(userId, sessionId, opts.contextSchema);
+  }
+
+  async function importData(data: SessionExport, contextSchema?: z.ZodObject): Promise<Session> {
+    assertOpen(store);
+    const parsed = parseSessionExport(data);
+    await commit(store, parsed.userId, parsed.sessionId, `import session "${parsed.sessionId}"`, async (tx) => {
+      if (tx.row()) {
+        throw new TabulaError(
+          'session/exists',
+          `Session "${parsed.sessionId}" of user "${parsed.userId}" already exists; delete it first or import under another sessionId.`,
+        );
+      }
+      await importInto(tx, parsed);
+    });
+    return handleFor(parsed.userId, parsed.sessionId, contextSchema);
+  }
+
+  return {
+    session: open,
+
+    async sessions(query = {}) {
+      assertOpen(store);
+      const userId = checkId(query.userId ?? defaultUserId, 'sessions({ userId })');
+      let rows;
+      try {
+        rows = await db.sessions
+          .where('[userId+updatedAt]')
+          .between([userId, -Infinity], [userId, Infinity], true, true)
+          .reverse()
+          .toArray();
+      } catch (error) {
+        throw mapStorageError(error, `list the sessions of user "${userId}"`);
+      }
+      return rows.map((row) => {
+        checkRow('sessions', [row.userId, row.sessionId], row);
+        return Object.freeze({
+          userId: row.userId,
+          sessionId: row.sessionId,
+          version: row.version,
+          messageCount: row.messageCount,
+          summary: row.state.summary,
+          createdAt: row.createdAt,
+          updatedAt: row.updatedAt,
+          forkOf: row.forkOf,
+        });
+      });
+    },
+
+    async deleteSession(sessionId, opts = {}) {
+      checkId(sessionId, 'deleteSession(sessionId)');
+      const userId = checkId(opts.userId ?? defaultUserId, 'deleteSession({ userId })');
+      await commit(store, userId, sessionId, `delete session "${sessionId}"`, async (tx) => {
+        if (tx.row()) await tx.emit('session.delete', {});
+      });
+    },
+
+    importSession: (data) => importData(data),
+
+    async storage() {
+      const manager = typeof navigator === 'object' ? navigator.storage : undefined;
+      if (!manager?.estimate) return { usage: 0, quota: 0, persisted: false };
+      const [estimate, persisted] = await Promise.all([manager.estimate(), manager.persisted ? manager.persisted() : Promise.resolve(false)]);
+      return { usage: estimate.usage ?? 0, quota: estimate.quota ?? 0, persisted };
+    },
+
+    async requestPersistence() {
+      const manager = typeof navigator === 'object' ? navigator.storage : undefined;
+      if (!manager?.persist) return false;
+      try {
+        return await manager.persist();
+      } catch {
+        return false;
+      }
+    },
+
+    async close() {
+      if (store.closed) return;
+      await Promise.all([...handles].map((handle) => handle.close()));
+      store.closed = true;
+      store.feed.close();
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * The public types of the session store (DESIGN.md §3.2).
+ */
+import type { z } from 'zod';
+import type { JsonValue } from '../core/json.js';
+import type { Message } from '../core/message.js';
+import type { MessageStatus } from '../core/ops.js';
+
+/** A message as stored: the wire message plus its identity, order and status. */
+export interface StoredMessage extends Message {
+  /** Unique within the session, stable across tabs and devices. */
+  readonly id: string;
+  /** HLC order key; messages sort by it. */
+  readonly order: string;
+  readonly status: MessageStatus;
+  /** ms since the epoch. */
+  readonly createdAt: number;
+}
+
+/** The versioned state fields of a session. */
+export interface SessionState {
+  /** +1 on every successful save. */
+  readonly version: number;
+  /** Compacted summary of older messages. */
+  summary: string | null;
+  /** Todo list, objective… (app-defined JSON). */
+  tasks: JsonValue;
+  /** Plan-mode state. */
+  plan: JsonValue;
+  /** Tool permission rules. */
+  permissions: JsonValue;
+  /** Active tool groups. */
+  tools: string[];
+  /** Business context, written by runs (validated by the session's contextSchema). */
+  context: Record<string, JsonValue>;
+  /** ms since the epoch of the last change to the session. */
+  readonly updatedAt: number;
+}
+
+/** The fields `save()` may write. */
+export type SessionStatePatch = Partial<Omit<SessionState, 'version' | 'updatedAt'>>;
+
+/** What to do when `save({ expectedVersion })` finds another version. */
+export type ConflictPolicy =
+  | 'reject'
+  | 'overwrite'
+  | ((current: SessionState, patch: SessionStatePatch) => SessionStatePatch);
+
+export interface SaveOptions {
+  /** Compare-and-set: the version the caller read. Omit for last-write-wins. */
+  expectedVersion?: number;
+  /** @default 'reject' */
+  onConflict?: ConflictPolicy;
+}
+
+/** A line of progress. */
+export interface Note {
+  readonly id: string;
+  readonly text: string;
+  readonly runId: string | null;
+  readonly scope: string | null;
+  /** ms since the epoch. */
+  readonly at: number;
+}
+
+/** A small key-value store per (session, scope), saved at once. */
+export interface Memory {
+  get<T extends JsonValue>(key: string): Promise<T | undefined>;
+  /** null or undefined throws 'memory/bad-value'; delete() removes a key. */
+  set(key: string, value: JsonValue): Promise<void>;
+  delete(key: string): Promise<void>;
+  keys(): Promise<string[]>;
+  clear(): Promise<void>;
+}
+
+/** A row of `tabula.sessions()`. */
+export interface SessionInfo {
+  readonly userId: string;
+  readonly sessionId: string;
+  readonly version: number;
+  readonly messageCount: number;
+  readonly summary: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly forkOf: { readonly userId: string; readonly sessionId: string } | null;
+}
+
+/** A checkpoint's handle. */
+export interface CheckpointInfo {
+  readonly id: string;
+  readonly label: string | null;
+  readonly at: number;
+}
+
+/** Options of `tabula.session()`. */
+export interface SessionOptions {
+  /** @default the Tabula's userId */
+  userId?: string;
+  /** Validates `state.context` on save (and in runs). */
+  contextSchema?: z.ZodObject;
+}

@@ -1,0 +1,95 @@
+/**
+ * The shared state of one open Tabula and its `commit` function: every
+ * local write runs one readwrite transaction that builds ops, applies them
+ * through `applyOp`, and, once IndexedDB has committed, announces the
+ * change. A write either lands whole or not at all.
+ */
+import { TabulaError } from '../core/errors.js';
+import { hlcOf, type HybridLogicalClock } from '../core/hlc.js';
+import type { Op, OpBody, OpKind } from '../core/ops.js';
+import type { TokenCounter } from '../core/tokens.js';
+import { applyOp } from './apply.js';
+import type { ChangeFeed } from './changes.js';
+import { mapStorageError } from './errors.js';
+import { newId } from './ids.js';
+import { checkRow, sessionTables, type SessionRow, type TabulaDb } from './schema.js';
+
+/** Everything a session handle needs from the Tabula that opened it. */
+export interface StoreContext {
+  readonly db: TabulaDb;
+  readonly name: string;
+  readonly clock: HybridLogicalClock;
+  readonly feed: ChangeFeed;
+  readonly tokenCounter: TokenCounter;
+  readonly defaultUserId: string;
+  readonly onError: (error: TabulaError) => void;
+  closed: boolean;
+}
+
+/** Builds and applies ops inside a write transaction. */
+export interface Emitter {
+  /** The session row as it is now in this transaction (undefined before session.create). */
+  row(): SessionRow | undefined;
+  /** A fresh order key, after every op of the session so far. */
+  nextOrder(): string;
+  /** Makes an op with a fresh order key (after every op of the session), applies it, returns it. */
+  emit<K extends OpKind>(kind: K, body: OpBody<K>, options?: { id?: string; order?: string }): Promise<Op>;
+}
+
+export function assertOpen(store: StoreContext): void {
+  if (store.closed) {
+    throw new TabulaError('storage/closed', `Tabula "${store.name}" is closed; open it again with openTabula().`);
+  }
+}
+
+/**
+ * Runs `build` in one readwrite transaction over the session's tables and
+ * publishes the change after commit. `what` describes the write for errors.
+ */
+export async function commit<T>(
+  store: StoreContext,
+  userId: string,
+  sessionId: string,
+  what: string,
+  build: (tx: Emitter) => Promise<T>,
+): Promise<T> {
+  assertOpen(store);
+  const { db, clock } = store;
+  const applied: Op[] = [];
+  let result: T;
+  try {
+    result = await db.transaction('rw', sessionTables(db), async () => {
+      const key: [string, string] = [userId, sessionId];
+      let row = await db.sessions.get(key);
+      if (row) checkRow('sessions', key, row);
+      let after = row?.lastOrder ?? '';
+      const nextOrder = (): string => {
+        let order = clock.now();
+        // Another tab or device may have written with a clock ahead of ours: stay causal.
+        if (order <= after) order = clock.receive(hlcOf(after));
+        after = order;
+        return order;
+      };
+      const emitter: Emitter = {
+        row: () => row,
+        nextOrder,
+        async emit(kind, body, options = {}) {
+          const order = options.order ?? nextOrder();
+          const op = { id: options.id ?? newId(), kind, userId, sessionId, order, body } as Op;
+          if (await applyOp(db, op)) applied.push(op);
+          row = await db.sessions.get(key);
+          // Imported ops carry their own (older or newer) order; later ops must still sort after all of them.
+          if (row && row.lastOrder > after) after = row.lastOrder;
+          return op;
+        },
+      };
+      return build(emitter);
+    });
+  } catch (error) {
+    throw mapStorageError(error, what);
+  }
+  if (applied.length > 0) {
+    store.feed.publish({ userId, sessionId, kinds: [...new Set(applied.map((op) => op.kind))] }, 'local');
+  }
+  return result;
+}

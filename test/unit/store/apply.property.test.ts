@@ -1,0 +1,156 @@
+/**
+ * The one write path is idempotent: applying every op of a session twice
+ * (as a sync retry would) leaves the same session as applying it once.
+ * Ops are generated at random, as the store and the server produce them.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createHlc, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
+import { applyOp } from '../../../src/store/apply.js';
+import { createDb, sessionTables, type TabulaDb } from '../../../src/store/schema.js';
+import { freshTabula, uniqueName } from './helpers.js';
+
+type Action =
+  | { kind: 'append'; text: string }
+  | { kind: 'prefix'; text: string }
+  | { kind: 'save'; summary: string }
+  | { kind: 'journal'; entries: number[] }
+  | { kind: 'commit' }
+  | { kind: 'note'; text: string }
+  | { kind: 'memorySet'; key: 'a' | 'b'; value: number }
+  | { kind: 'memoryDelete'; key: 'a' | 'b' }
+  | { kind: 'clear' }
+  | { kind: 'checkpoint' }
+  | { kind: 'restore'; pick: number }
+  | { kind: 'delete' }
+  | { kind: 'create' };
+
+const actionArb: fc.Arbitrary<Action> = fc.oneof(
+  fc.record({ kind: fc.constant('append' as const), text: fc.string({ maxLength: 8 }) }),
+  fc.record({ kind: fc.constant('prefix' as const), text: fc.string({ maxLength: 8 }) }),
+  fc.record({ kind: fc.constant('save' as const), summary: fc.string({ maxLength: 8 }) }),
+  fc.record({ kind: fc.constant('journal' as const), entries: fc.array(fc.integer(), { minLength: 1, maxLength: 3 }) }),
+  fc.record({ kind: fc.constant('commit' as const) }),
+  fc.record({ kind: fc.constant('note' as const), text: fc.string({ minLength: 1, maxLength: 8 }) }),
+  fc.record({ kind: fc.constant('memorySet' as const), key: fc.constantFrom('a' as const, 'b' as const), value: fc.integer() }),
+  fc.record({ kind: fc.constant('memoryDelete' as const), key: fc.constantFrom('a' as const, 'b' as const) }),
+  fc.record({ kind: fc.constant('clear' as const) }),
+  fc.record({ kind: fc.constant('checkpoint' as const) }),
+  fc.record({ kind: fc.constant('restore' as const), pick: fc.nat() }),
+  fc.record({ kind: fc.constant('delete' as const) }),
+  fc.record({ kind: fc.constant('create' as const) }),
+);
+
+/** Turns actions into ops the way the session handle does, tracking versions like the store. */
+function toOps(actions: Action[]): Op[] {
+  const clock = createHlc({ clientId: 'gen', wallClock: () => 1_700_000_000_000 });
+  let seq = 0;
+  let version = 0;
+  let journalCount = 0;
+  const checkpoints: string[] = [];
+  const make = <K extends OpKind>(kind: K, body: OpBody<K>): Op =>
+    ({ id: `op${++seq}`, kind, userId: 'u', sessionId: 's', order: clock.now(), body }) as Op;
+  const ops: Op[] = [make('session.create', { createdAt: 1, forkOf: null })];
+  for (const action of actions) {
+    switch (action.kind) {
+      case 'append':
+        ops.push(make('message.append', { id: `m${seq}`, createdAt: seq, status: 'complete', message: { role: 'user', content: action.text } }));
+        break;
+      case 'prefix':
+        ops.push(make('prefix.set', { prefix: { systemPrompt: action.text, grounding: [], schemaBlock: null } }));
+        break;
+      case 'save':
+        ops.push(make('state.save', { version: ++version, patch: { summary: action.summary } }));
+        break;
+      case 'journal':
+        journalCount += action.entries.length;
+        ops.push(make('journal.append', { entries: action.entries }));
+        break;
+      case 'commit':
+        ops.push(make('journal.commit', { watermark: journalCount }));
+        break;
+      case 'note':
+        ops.push(make('note.add', { text: action.text, runId: null, scope: null, at: seq }));
+        break;
+      case 'memorySet':
+        ops.push(make('memory.set', { scope: 'default', key: action.key, value: action.value }));
+        break;
+      case 'memoryDelete':
+        ops.push(make('memory.delete', { scope: 'default', key: action.key }));
+        break;
+      case 'clear':
+        ops.push(make('session.clear', {}));
+        break;
+      case 'checkpoint': {
+        // The snapshot content does not matter for idempotence; an empty one keeps the test fast.
+        const id = `cp${seq}`;
+        checkpoints.push(id);
+        const messages = ops
+          .filter((op) => op.kind === 'message.append')
+          .slice(-2)
+          .map((op) => ({ id: op.body.id, order: op.order, createdAt: op.body.createdAt, status: op.body.status, message: op.body.message }));
+        ops.push(make('checkpoint.create', { id, label: null, at: seq, snapshot: { prefix: { systemPrompt: 'cp', grounding: [], schemaBlock: null }, state: { summary: 'cp', tasks: null, plan: null, permissions: null, tools: [], context: {} }, messages } }));
+        break;
+      }
+      case 'restore':
+        if (checkpoints.length > 0) ops.push(make('checkpoint.restore', { id: checkpoints[action.pick % checkpoints.length] as string, version: ++version }));
+        break;
+      case 'delete':
+        ops.push(make('session.delete', {}));
+        version = 0;
+        journalCount = 0;
+        checkpoints.length = 0;
+        break;
+      case 'create':
+        ops.push(make('session.create', { createdAt: seq, forkOf: null }));
+        break;
+    }
+  }
+  return ops;
+}
+
+async function applyAll(db: TabulaDb, ops: readonly Op[]): Promise<void> {
+  await db.transaction('rw', sessionTables(db), async () => {
+    for (const op of ops) await applyOp(db, op);
+  });
+}
+
+async function snapshot(db: TabulaDb): Promise<unknown> {
+  const tables = sessionTables(db).filter((t) => t.name !== 'outbox' && t.name !== 'meta');
+  const out: Record<string, unknown> = {};
+  for (const table of tables) out[table.name] = await table.toArray();
+  return out;
+}
+
+describe('applyOp idempotence (property)', () => {
+  it('applying every op twice equals applying it once', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(actionArb, { maxLength: 25 }), fc.boolean(), async (actions, interleave) => {
+        const ops = toOps(actions);
+        const once = createDb(uniqueName('once'));
+        const twice = createDb(uniqueName('twice'));
+        await applyAll(once, ops);
+        // A retry either re-sends each op right away or the whole batch again.
+        await applyAll(twice, interleave ? ops.flatMap((op) => [op, op]) : [...ops, ...ops]);
+        expect(await snapshot(twice)).toEqual(await snapshot(once));
+        once.close();
+        twice.close();
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('session ops written through the API are applied once even when re-applied', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    await session.append([{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }]);
+    const exported = await session.export();
+    const db = createDb(tabula.dbName);
+    const [message] = exported.messages;
+    const replay: Op = { id: 'replayed', kind: 'message.append', userId: 'anonymous', sessionId: 's', order: message!.order, body: { id: message!.id, createdAt: message!.createdAt, status: message!.status, message: message!.message } };
+    await applyAll(db, [replay, replay]);
+    db.close();
+    expect(await session.messageCount()).toBe(2);
+    await tabula.close();
+  });
+});

@@ -1,0 +1,17 @@
+import { openTabula, type OpenTabulaOptions, type Tabula } from '../../../src/index.js';
+
+let counter = 0;
+
+/** A database name no other test uses. */
+export function uniqueName(prefix = 'test'): string {
+  counter += 1;
+  return `${prefix}-${Date.now().toString(36)}-${counter}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** Opens a fresh Tabula on fake-indexeddb; errors reported (not thrown) are collected. */
+export async function freshTabula(options: OpenTabulaOptions = {}): Promise<Tabula & { reported: Error[]; dbName: string }> {
+  const reported: Error[] = [];
+  const dbName = options.name ?? uniqueName();
+  const tabula = await openTabula({ onError: (error) => reported.push(error), ...options, name: dbName });
+  return Object.assign(tabula, { reported, dbName });
+}

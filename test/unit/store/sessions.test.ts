@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import { isTabulaError, openTabula } from '../../../src/index.js';
+import { freshTabula, uniqueName } from './helpers.js';
+
+describe('openTabula and sessions', () => {
+  it('opens or creates a session keyed by (userId, sessionId)', async () => {
+    const tabula = await freshTabula({ userId: 'alice' });
+    const a = await tabula.session('chat-1');
+    expect([a.userId, a.sessionId]).toEqual(['alice', 'chat-1']);
+    await a.append({ role: 'user', content: 'hi' });
+    const again = await tabula.session('chat-1');
+    expect(await again.messageCount()).toBe(1);
+    const bobs = await tabula.session('chat-1', { userId: 'bob' });
+    expect(await bobs.messageCount()).toBe(0);
+    await tabula.close();
+  });
+
+  it('lists one user’s sessions, newest first, and never another user’s', async () => {
+    const tabula = await freshTabula({ userId: 'alice' });
+    const first = await tabula.session('first');
+    await tabula.session('second');
+    await tabula.session('bobs', { userId: 'bob' });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await first.append({ role: 'user', content: 'bump' });
+    const list = await tabula.sessions();
+    expect(list.map((s) => s.sessionId)).toEqual(['first', 'second']);
+    expect(list[0]).toMatchObject({ userId: 'alice', messageCount: 1, version: 0, forkOf: null, summary: null });
+    expect((await tabula.sessions({ userId: 'bob' })).map((s) => s.sessionId)).toEqual(['bobs']);
+    await tabula.close();
+  });
+
+  it('keeps everything across close and reopen', async () => {
+    const name = uniqueName();
+    const first = await freshTabula({ name });
+    const session = await first.session('s');
+    await session.append([{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }]);
+    await session.save({ summary: 'short' });
+    await session.journal.record({ did: 'x' });
+    await session.journal.markCommitted();
+    await session.journal.record({ did: 'y' });
+    await session.note('step 1');
+    await session.memory().set('k', { v: 1 });
+    await first.close();
+
+    const second = await freshTabula({ name });
+    const reopened = await second.session('s');
+    expect((await reopened.messages()).map((m) => m.content)).toEqual(['q', 'a']);
+    expect((await reopened.state()).summary).toBe('short');
+    expect(await reopened.journal.view()).toEqual([{ did: 'x' }, { did: 'y' }]);
+    expect(await reopened.journal.diff()).toEqual([{ did: 'y' }]);
+    expect((await reopened.notes()).map((n) => n.text)).toEqual(['step 1']);
+    expect(await reopened.memory().get('k')).toEqual({ v: 1 });
+    await second.close();
+  });
+
+  it('deletes a session and everything kept with it', async () => {
+    const tabula = await freshTabula();
+    const s = await tabula.session('doomed');
+    await s.append({ role: 'user', content: 'x' });
+    await s.memory().set('k', 1);
+    await s.note('n');
+    await s.checkpoint('c');
+    const kept = await tabula.session('kept');
+    await kept.append({ role: 'user', content: 'stay' });
+    await tabula.deleteSession('doomed');
+    expect((await tabula.sessions()).map((i) => i.sessionId)).toEqual(['kept']);
+    await expect(s.messages()).resolves.toEqual([]);
+    await expect(s.messageCount()).rejects.toMatchObject({ code: 'session/not-found' });
+    await expect(s.append({ role: 'user', content: 'late' })).rejects.toMatchObject({ code: 'session/not-found' });
+    const recreated = await tabula.session('doomed');
+    expect(await recreated.memory().keys()).toEqual([]);
+    expect(await recreated.notes()).toEqual([]);
+    expect(await recreated.checkpoints()).toEqual([]);
+    expect(await kept.messageCount()).toBe(1);
+    await tabula.close();
+  });
+
+  it('refuses bad ids with a clear error', async () => {
+    const tabula = await freshTabula();
+    await expect(tabula.session('')).rejects.toThrow(/session\(sessionId\) must be a string of 1–256 characters/);
+    await expect(tabula.session('x', { userId: 'u'.repeat(300) })).rejects.toMatchObject({ code: 'argument/invalid' });
+    await tabula.close();
+  });
+
+  it('reports storage as zeros where the StorageManager API is missing (Node)', async () => {
+    const tabula = await freshTabula();
+    const storage = await tabula.storage();
+    expect(storage).toEqual({ usage: 0, quota: 0, persisted: false });
+    expect(await tabula.requestPersistence()).toBe(false);
+    await tabula.close();
+  });
+
+  it('throws storage/closed after close(), for the Tabula and its sessions', async () => {
+    const tabula = await openTabula({ name: uniqueName() });
+    const s = await tabula.session('s');
+    await tabula.close();
+    await tabula.close();
+    await expect(tabula.session('s')).rejects.toMatchObject({ code: 'storage/closed' });
+    await expect(s.append({ role: 'user', content: 'x' })).rejects.toMatchObject({ code: 'storage/closed' });
+    try {
+      s.memory();
+      expect.unreachable();
+    } catch (error) {
+      expect(isTabulaError(error, 'storage/closed')).toBe(true);
+    }
+  });
+
+  it('closing one session handle leaves others working', async () => {
+    const tabula = await freshTabula();
+    const a = await tabula.session('s');
+    const b = await tabula.session('s');
+    await a.close();
+    await expect(a.messages()).rejects.toMatchObject({ code: 'storage/closed' });
+    await b.append({ role: 'user', content: 'still here' });
+    expect(await b.messageCount()).toBe(1);
+    await tabula.close();
+  });
+});
