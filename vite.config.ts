@@ -29,8 +29,9 @@ export default defineConfig({
         test: {
           name: 'browser',
           root: repoRoot,
-          // The pure core's suite runs here too: proof that it needs nothing Node-only.
-          include: ['test/browser/**/*.test.ts', 'test/unit/core/**/*.test.ts'],
+          // The core and store suites run here too: the core needs nothing Node-only, and the
+          // store behaves the same on Chromium's IndexedDB as on fake-indexeddb.
+          include: ['test/browser/**/*.test.ts', 'test/unit/core/**/*.test.ts', 'test/unit/store/**/*.test.ts'],
           browser: {
             enabled: true,
             headless: true,

@@ -104,9 +104,20 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     assertOpen(store);
     checkId(sessionId, 'session(sessionId)');
     const userId = checkId(opts.userId ?? defaultUserId, 'session({ userId })');
-    await commit(store, userId, sessionId, `open session "${sessionId}"`, async (tx) => {
-      if (!tx.row()) await tx.emit('session.create', { createdAt: Date.now(), forkOf: null });
-    });
+    let existing;
+    try {
+      existing = await db.sessions.get([userId, sessionId]);
+    } catch (error) {
+      throw mapStorageError(error, `open session "${sessionId}"`);
+    }
+    if (existing) {
+      checkRow('sessions', [userId, sessionId], existing);
+    } else {
+      // Opening an existing session is a read; only a new one costs a write transaction.
+      await commit(store, userId, sessionId, `create session "${sessionId}"`, async (tx) => {
+        if (!tx.row()) await tx.emit('session.create', { createdAt: Date.now(), forkOf: null });
+      });
+    }
     return handleFor(userId, sessionId, opts.contextSchema);
   }
 
