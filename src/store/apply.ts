@@ -72,25 +72,67 @@ function messageRow(op: Op, body: OpBody<'message.append'>): MessageRow {
 }
 
 /**
- * Applies one op. Must run inside a readwrite transaction over every table
- * of the session (see `sessionTables`). Returns false when the op changed
- * nothing (already applied, superseded, or its session is gone).
+ * A session row held in memory while a batch of ops is applied, written
+ * back once by {@link flushSlot}: a batch of 5,000 appends reads and
+ * writes the session row once, not 5,000 times.
  */
-export async function applyOp(db: TabulaDb, op: Op): Promise<boolean> {
-  const key: [string, string] = [op.userId, op.sessionId];
-  const existing = await db.sessions.get(key);
+export interface SessionSlot {
+  readonly key: [string, string];
+  row: SessionRow | undefined;
+  dirty: boolean;
+}
+
+/** Loads the slot of op's session (inside the caller's transaction). */
+export async function loadSlot(db: TabulaDb, userId: string, sessionId: string): Promise<SessionSlot> {
+  const key: [string, string] = [userId, sessionId];
+  return { key, row: await db.sessions.get(key), dirty: false };
+}
+
+/** Writes the slot's row back if an op changed it. */
+export async function flushSlot(db: TabulaDb, slot: SessionSlot): Promise<void> {
+  if (slot.dirty && slot.row) await db.sessions.put(slot.row);
+  slot.dirty = false;
+}
+
+/**
+ * Applies ops in order, inside the caller's readwrite transaction over
+ * every table of the sessions (see `sessionTables`), and returns those
+ * that changed something. This is the entry point for remote ops.
+ */
+export async function applyOps(db: TabulaDb, ops: readonly Op[]): Promise<Op[]> {
+  const slots = new Map<string, SessionSlot>();
+  const applied: Op[] = [];
+  for (const op of ops) {
+    const id = JSON.stringify([op.userId, op.sessionId]);
+    let slot = slots.get(id);
+    if (!slot) slots.set(id, (slot = await loadSlot(db, op.userId, op.sessionId)));
+    if (await applyOp(db, slot, op)) applied.push(op);
+  }
+  for (const slot of slots.values()) await flushSlot(db, slot);
+  return applied;
+}
+
+/**
+ * Applies one op to its session's slot. Returns false when the op changed
+ * nothing (already applied, superseded, or its session is gone). The
+ * session row itself is written by {@link flushSlot}.
+ */
+export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<boolean> {
+  const existing = slot.row;
 
   if (op.kind === 'session.create') {
     // A replayed create from before a delete must not bring the session back.
     const tombstone = await db.meta.get(tombstoneKey(op.userId, op.sessionId));
     if (tombstone && typeof tombstone.value === 'string' && op.order <= tombstone.value) return false;
     if (!existing) {
-      await db.sessions.add(newSessionRow(op));
+      slot.row = newSessionRow(op);
+      slot.dirty = true;
       return true;
     }
     // Two devices may create the same session; its life starts at the earliest create.
     if (op.order >= existing.createdOrder) return false;
-    await db.sessions.put({ ...existing, createdOrder: op.order });
+    existing.createdOrder = op.order;
+    slot.dirty = true;
     return true;
   }
   if (!existing) return false;
@@ -103,8 +145,10 @@ export async function applyOp(db: TabulaDb, op: Op): Promise<boolean> {
       // A delete older than the session's creation belongs to an earlier life of this id.
       if (op.order <= row.createdOrder) return false;
       await deleteSessionRows(db, op.userId, op.sessionId);
-      await db.sessions.delete(key);
+      await db.sessions.delete(slot.key);
       await db.meta.put({ key: tombstoneKey(op.userId, op.sessionId), value: op.order });
+      slot.row = undefined;
+      slot.dirty = false;
       return true;
 
     case 'session.clear': {
@@ -241,6 +285,6 @@ export async function applyOp(db: TabulaDb, op: Op): Promise<boolean> {
 
   if (op.order > row.lastOrder) row.lastOrder = op.order;
   row.updatedAt = Math.max(row.updatedAt, wallMs(op));
-  await db.sessions.put(row);
+  slot.dirty = true;
   return true;
 }

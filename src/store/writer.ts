@@ -8,7 +8,7 @@ import { TabulaError } from '../core/errors.js';
 import { hlcOf, type HybridLogicalClock } from '../core/hlc.js';
 import type { Op, OpBody, OpKind } from '../core/ops.js';
 import type { TokenCounter } from '../core/tokens.js';
-import { applyOp } from './apply.js';
+import { applyOp, flushSlot, loadSlot } from './apply.js';
 import type { ChangeFeed } from './changes.js';
 import { mapStorageError } from './errors.js';
 import { newId } from './ids.js';
@@ -59,10 +59,9 @@ export async function commit<T>(
   let result: T;
   try {
     result = await db.transaction('rw', sessionTables(db), async () => {
-      const key: [string, string] = [userId, sessionId];
-      let row = await db.sessions.get(key);
-      if (row) checkRow('sessions', key, row);
-      let after = row?.lastOrder ?? '';
+      const slot = await loadSlot(db, userId, sessionId);
+      if (slot.row) checkRow('sessions', slot.key, slot.row);
+      let after = slot.row?.lastOrder ?? '';
       const nextOrder = (): string => {
         let order = clock.now();
         // Another tab or device may have written with a clock ahead of ours: stay causal.
@@ -71,19 +70,20 @@ export async function commit<T>(
         return order;
       };
       const emitter: Emitter = {
-        row: () => row,
+        row: () => slot.row,
         nextOrder,
         async emit(kind, body, options = {}) {
           const order = options.order ?? nextOrder();
           const op = { id: options.id ?? newId(), kind, userId, sessionId, order, body } as Op;
-          if (await applyOp(db, op)) applied.push(op);
-          row = await db.sessions.get(key);
-          // Imported ops carry their own (older or newer) order; later ops must still sort after all of them.
-          if (row && row.lastOrder > after) after = row.lastOrder;
+          if (await applyOp(db, slot, op)) applied.push(op);
+          // Imported ops carry their own order; later ops must still sort after all of them.
+          if (slot.row && slot.row.lastOrder > after) after = slot.row.lastOrder;
           return op;
         },
       };
-      return build(emitter);
+      const value = await build(emitter);
+      await flushSlot(db, slot);
+      return value;
     });
   } catch (error) {
     throw mapStorageError(error, what);

@@ -1,0 +1,53 @@
+/**
+ * Runs a benchmark page in the system Chromium: serves the repository with
+ * Vite on a free loopback port, opens the page, and hands back the page
+ * and a cleanup function.
+ */
+import { chromium, type Browser, type BrowserContext, type Page } from '@playwright/test';
+import { fileURLToPath } from 'node:url';
+import { createServer, type ViteDevServer } from 'vite';
+import { chromiumLaunchOptions, missingChromiumMessage } from '../../scripts/chromium.mjs';
+
+export interface BenchBrowser {
+  readonly browser: Browser;
+  readonly context: BrowserContext;
+  readonly baseUrl: string;
+  /** Opens `path` (e.g. '/bench/pages/sessions.html') and waits for `window.benchReady`. */
+  open(path: string): Promise<Page>;
+  close(): Promise<void>;
+}
+
+export async function startBenchBrowser(): Promise<BenchBrowser> {
+  const missing = missingChromiumMessage();
+  if (missing) throw new Error(missing);
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const server: ViteDevServer = await createServer({
+    configFile: false,
+    root,
+    logLevel: 'error',
+    server: { host: '127.0.0.1', port: 0 },
+  });
+  await server.listen();
+  const address = server.httpServer?.address();
+  if (!address || typeof address === 'string') throw new Error('Vite did not report a port');
+  const baseUrl = `http://127.0.0.1:${address.port}`;
+  const browser = await chromium.launch(chromiumLaunchOptions());
+  const context = await browser.newContext();
+  return {
+    browser,
+    context,
+    baseUrl,
+    async open(path) {
+      const page = await context.newPage();
+      page.on('pageerror', (error) => console.error(`[page error] ${error.message}`));
+      await page.goto(`${baseUrl}${path}`);
+      await page.waitForFunction(() => (window as unknown as { benchReady?: boolean }).benchReady === true, undefined, { timeout: 60_000 });
+      return page;
+    },
+    async close() {
+      await context.close();
+      await browser.close();
+      await server.close();
+    },
+  };
+}
