@@ -39,14 +39,21 @@ export const StateFieldsSchema = z.strictObject({
   tools: z.array(z.string()),
   context: z.record(z.string(), JsonValueSchema),
 });
-export type StateFields = {
+/** The state fields of a session: everything `save()` writes. */
+export interface StateFields {
+  /** Compacted summary of older messages. */
   summary: string | null;
+  /** Todo list, objective… (app-defined JSON). */
   tasks: JsonValue;
+  /** Plan-mode state. */
   plan: JsonValue;
+  /** Tool permission rules. */
   permissions: JsonValue;
+  /** Active tool groups. */
   tools: string[];
+  /** Business context, written by runs (validated by the session's contextSchema). */
   context: Record<string, JsonValue>;
-};
+}
 /** A partial update of the state fields. */
 export const StatePatchSchema = StateFieldsSchema.partial();
 export type StatePatch = Partial<StateFields>;

@@ -5,9 +5,8 @@
  * run. Deletes leave a tombstone so that an older write arriving later
  * (from another tab or device) cannot bring a key back.
  */
-import { TabulaError } from '../core/errors.js';
+import { TabulaError, formatPath } from '../core/errors.js';
 import { findJsonProblem, type JsonValue } from '../core/json.js';
-import { formatPath } from '../core/errors.js';
 import { mapStorageError } from './errors.js';
 import { checkRow, type MemoryRow } from './schema.js';
 import type { Memory } from './types.js';
@@ -47,7 +46,7 @@ function checkValue(key: string, value: unknown): JsonValue {
   return value as JsonValue;
 }
 
-/** The Memory of one session and scope. `requireSession` throws when the session is gone. */
+/** The Memory of one session and scope; writes throw `session/not-found` once the session is deleted. */
 export function createMemory(store: StoreContext, userId: string, sessionId: string, scope: string): Memory {
   checkScope(scope);
   const where = `memory "${scope}" of session "${sessionId}"`;

@@ -13,9 +13,9 @@ import { WorkingContext, type FrozenContext } from '../core/context.js';
 import { TabulaError, describeIssues, formatPath } from '../core/errors.js';
 import { subOrder } from '../core/hlc.js';
 import { MutationJournal } from '../core/journal.js';
-import { cloneJson, deepFreeze, findJsonProblem, type JsonValue } from '../core/json.js';
+import { deepFreeze, findJsonProblem, type JsonValue } from '../core/json.js';
 import { parseMessage, type Message } from '../core/message.js';
-import { StatePatchSchema, type PrefixData, type StateFields } from '../core/ops.js';
+import { StatePatchSchema, type PrefixData } from '../core/ops.js';
 import { PrefixContext } from '../core/prefix.js';
 import { applyScope, type ContextScope } from '../core/scopes.js';
 import type { SessionChange } from './changes.js';
@@ -82,8 +82,6 @@ export interface Session {
   close(): Promise<void>;
 }
 
-/** Opens sessions by id; implemented by the Tabula handle (used by fork). */
-export type SessionOpener = (sessionId: string, options: { userId: string; contextSchema?: z.ZodObject }) => Promise<Session>;
 /** Imports an export; implemented by the Tabula handle (used by fork). */
 export type SessionImporter = (data: SessionExport, contextSchema?: z.ZodObject) => Promise<Session>;
 
@@ -108,7 +106,7 @@ function toPrefixData(prefix: PrefixContext): PrefixData {
 }
 
 function toState(row: SessionRow): SessionState {
-  return deepFreeze({ ...cloneJson(row.state as unknown as JsonValue) as unknown as StateFields, version: row.version, updatedAt: row.updatedAt });
+  return deepFreeze({ ...structuredClone(row.state), version: row.version, updatedAt: row.updatedAt });
 }
 
 function checkLast(last: unknown): number | undefined {
@@ -124,7 +122,6 @@ export interface SessionHandleInit {
   userId: string;
   sessionId: string;
   contextSchema: z.ZodObject | undefined;
-  open: SessionOpener;
   importSession: SessionImporter;
 }
 

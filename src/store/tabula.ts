@@ -89,7 +89,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   const handles = new Set<Session>();
 
   const handleFor = (userId: string, sessionId: string, contextSchema: z.ZodObject | undefined): Session => {
-    const handle = createSessionHandle({ store, userId, sessionId, contextSchema, open, importSession: importData });
+    const handle = createSessionHandle({ store, userId, sessionId, contextSchema, importSession: importData });
     handles.add(handle);
     const close = handle.close.bind(handle);
     return Object.assign(handle, {

@@ -4,7 +4,7 @@
 import type { z } from 'zod';
 import type { JsonValue } from '../core/json.js';
 import type { Message } from '../core/message.js';
-import type { MessageStatus } from '../core/ops.js';
+import type { MessageStatus, StateFields } from '../core/ops.js';
 
 /** A message as stored: the wire message plus its identity, order and status. */
 export interface StoredMessage extends Message {
@@ -18,21 +18,9 @@ export interface StoredMessage extends Message {
 }
 
 /** The versioned state fields of a session. */
-export interface SessionState {
+export interface SessionState extends StateFields {
   /** +1 on every successful save. */
   readonly version: number;
-  /** Compacted summary of older messages. */
-  summary: string | null;
-  /** Todo list, objective… (app-defined JSON). */
-  tasks: JsonValue;
-  /** Plan-mode state. */
-  plan: JsonValue;
-  /** Tool permission rules. */
-  permissions: JsonValue;
-  /** Active tool groups. */
-  tools: string[];
-  /** Business context, written by runs (validated by the session's contextSchema). */
-  context: Record<string, JsonValue>;
   /** ms since the epoch of the last change to the session. */
   readonly updatedAt: number;
 }
