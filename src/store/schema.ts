@@ -147,21 +147,30 @@ export type TabulaDb = Dexie & {
 };
 
 /** The current schema version; bump it with a new `db.version(n)` below. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
+
+/** Version 1 of the stores, kept verbatim: Dexie needs every version to upgrade old databases. */
+export const STORES_V1 = {
+  sessions: '[userId+sessionId], [userId+updatedAt]',
+  messages: '[userId+sessionId+id], [userId+sessionId+order]',
+  journal: 'id, [userId+sessionId+order]',
+  notes: 'id, [userId+sessionId+order]',
+  memory: '[userId+sessionId+scope+key], [userId+sessionId+scope]',
+  runs: 'runId, [userId+sessionId+scope]',
+  checkpoints: 'id, [userId+sessionId]',
+  outbox: '++seq',
+  meta: 'key',
+} as const;
 
 /** Opens (creating or upgrading) the database. */
 export function createDb(name: string): TabulaDb {
   const db = new Dexie(name) as TabulaDb;
-  db.version(1).stores({
-    sessions: '[userId+sessionId], [userId+updatedAt]',
-    messages: '[userId+sessionId+id], [userId+sessionId+order]',
-    journal: 'id, [userId+sessionId+order]',
-    notes: 'id, [userId+sessionId+order]',
-    memory: '[userId+sessionId+scope+key], [userId+sessionId+scope]',
-    runs: 'runId, [userId+sessionId+scope]',
-    checkpoints: 'id, [userId+sessionId]',
-    outbox: '++seq',
-    meta: 'key',
+  db.version(1).stores(STORES_V1);
+  // v2: find a session's streaming messages and running runs without scanning them all
+  // (recovery after a tab closed mid-stream or mid-run). Indexes only; rows are unchanged.
+  db.version(2).stores({
+    messages: '[userId+sessionId+id], [userId+sessionId+order], [userId+sessionId+status]',
+    runs: 'runId, [userId+sessionId+scope], [userId+sessionId+status]',
   });
   return db;
 }

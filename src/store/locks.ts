@@ -1,0 +1,113 @@
+/**
+ * Exclusive named locks: the browser's Web Locks where they exist (held
+ * across every tab of the origin and released when a tab closes or
+ * crashes), and otherwise an in-process manager with the same contract for
+ * one process (Node, tests, old browsers).
+ *
+ * The in-process manager lives on `globalThis` under a registered symbol on
+ * purpose: like Web Locks, it must be shared by every Tabula instance in
+ * the process, or two instances could run the same session at once.
+ */
+
+/** The part of the Web Locks API that Tabula uses. */
+export interface Locks {
+  /**
+   * Runs `callback` while holding the exclusive lock `name`. With
+   * `ifAvailable` the callback gets null at once when the lock is held;
+   * `signal` aborts a request that is still waiting.
+   */
+  request<T>(name: string, options: { ifAvailable?: boolean; signal?: AbortSignal }, callback: (lock: { name: string } | null) => Promise<T>): Promise<T>;
+  /** Names of the locks held right now. */
+  held(): Promise<string[]>;
+}
+
+interface Waiter {
+  grant: () => void;
+}
+
+interface LocalState {
+  held: Set<string>;
+  queues: Map<string, Waiter[]>;
+}
+
+const LOCAL_KEY = Symbol.for('tabula.local-locks');
+
+function localState(): LocalState {
+  const holder = globalThis as { [LOCAL_KEY]?: LocalState };
+  holder[LOCAL_KEY] ??= { held: new Set(), queues: new Map() };
+  return holder[LOCAL_KEY];
+}
+
+function abortError(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new DOMException('The lock request was aborted.', 'AbortError');
+}
+
+/** The in-process lock manager (exported for tests). */
+export function localLocks(): Locks {
+  const state = localState();
+
+  const release = (name: string) => {
+    const queue = state.queues.get(name);
+    const next = queue?.shift();
+    if (queue && queue.length === 0) state.queues.delete(name);
+    if (next) next.grant();
+    else state.held.delete(name);
+  };
+
+  return {
+    async request(name, options, callback) {
+      if (state.held.has(name)) {
+        if (options.ifAvailable) return callback(null);
+        await new Promise<void>((resolve, reject) => {
+          const waiter: Waiter = { grant: resolve };
+          const queue = state.queues.get(name) ?? [];
+          queue.push(waiter);
+          state.queues.set(name, queue);
+          options.signal?.addEventListener(
+            'abort',
+            () => {
+              const index = queue.indexOf(waiter);
+              if (index === -1) return;
+              queue.splice(index, 1);
+              reject(abortError(options.signal as AbortSignal));
+            },
+            { once: true },
+          );
+        });
+        // Granted by release(): the lock passed straight to us and stays in `held`.
+      } else {
+        if (options.signal?.aborted) throw abortError(options.signal);
+        state.held.add(name);
+      }
+      try {
+        return await callback({ name });
+      } finally {
+        release(name);
+      }
+    },
+    held() {
+      return Promise.resolve([...state.held]);
+    },
+  };
+}
+
+/** Web Locks when the platform has them, else the in-process manager. */
+export function platformLocks(): Locks {
+  const manager = typeof navigator === 'object' ? (navigator as Navigator & { locks?: LockManager }).locks : undefined;
+  if (!manager) return localLocks();
+  return {
+    async request<T>(name: string, options: { ifAvailable?: boolean; signal?: AbortSignal }, callback: (lock: { name: string } | null) => Promise<T>): Promise<T> {
+      const { ifAvailable, signal } = options;
+      // The DOM typing unwraps the callback's promise one level too many; the value is the callback's.
+      return (await manager.request(
+        name,
+        { mode: 'exclusive', ...(ifAvailable ? { ifAvailable } : {}), ...(signal ? { signal } : {}) },
+        (lock) => callback(lock ? { name: lock.name } : null),
+      ));
+    },
+    async held() {
+      const snapshot = await manager.query();
+      return (snapshot.held ?? []).map((lock) => lock.name ?? '').filter((name) => name !== '');
+    },
+  };
+}

@@ -1,0 +1,66 @@
+/**
+ * A database written by schema version 1 opens under the current version
+ * with every row intact and the new indexes usable. The fixture is built
+ * with the version-1 store definitions, as a v1 build of Tabula wrote it.
+ */
+import { Dexie } from 'dexie';
+import { describe, expect, it } from 'vitest';
+import { openTabula } from '../../../src/index.js';
+import { SCHEMA_VERSION, STORES_V1 } from '../../../src/store/schema.js';
+import { uniqueName } from './helpers.js';
+
+const order = (ms: number) => `${String(ms).padStart(15, '0')}.000000.fixture`;
+
+async function writeV1Fixture(name: string): Promise<void> {
+  const v1 = new Dexie(name);
+  v1.version(1).stores(STORES_V1);
+  await v1.open();
+  await v1.table('sessions').put({
+    userId: 'alice',
+    sessionId: 'old',
+    version: 3,
+    prefix: { systemPrompt: 'from v1', grounding: [], schemaBlock: null },
+    prefixOrder: order(1),
+    summaryOrder: '',
+    createdOrder: order(1),
+    clearedBefore: '',
+    state: { summary: 'kept', tasks: ['t'], plan: null, permissions: null, tools: [], context: {} },
+    messageCount: 2,
+    journalCount: 0,
+    journalWatermark: 0,
+    createdAt: 1,
+    updatedAt: 3,
+    lastOrder: order(3),
+    forkOf: null,
+    tokenTotals: {},
+  });
+  await v1.table('messages').bulkPut([
+    { id: 'm1', userId: 'alice', sessionId: 'old', order: order(2), createdAt: 2, status: 'complete', message: { role: 'user', content: 'hello from v1' }, tokens: {} },
+    { id: 'm2', userId: 'alice', sessionId: 'old', order: order(3), createdAt: 3, status: 'streaming', message: { role: 'assistant', content: 'cut o' }, tokens: {} },
+  ]);
+  await v1.table('runs').put({ runId: 'r1', userId: 'alice', sessionId: 'old', scope: 'default', visit: 1, attempt: 1, status: 'running', startedAt: 2, endedAt: null });
+  v1.close();
+}
+
+describe('schema upgrade', () => {
+  it(`opens a version-1 database under version ${SCHEMA_VERSION} with its data intact`, async () => {
+    const name = uniqueName('v1');
+    await writeV1Fixture(name);
+    const tabula = await openTabula({ name, userId: 'alice' });
+    const session = await tabula.session('old');
+    const messages = await session.messages();
+    expect(messages.map((m) => m.content)).toEqual(['hello from v1', 'cut o']);
+    expect(await session.state()).toMatchObject({ version: 3, summary: 'kept', tasks: ['t'] });
+    expect((await session.prefix()).systemPrompt).toBe('from v1');
+    await session.append({ role: 'user', content: 'written by v2' });
+    expect(await session.messageCount()).toBe(3);
+    await tabula.close();
+
+    const raw = new Dexie(name);
+    await raw.open();
+    expect(raw.verno).toBe(SCHEMA_VERSION);
+    const streaming = await raw.table('messages').where('[userId+sessionId+status]').equals(['alice', 'old', 'complete']).count();
+    expect(streaming).toBe(2);
+    raw.close();
+  });
+});
