@@ -21,6 +21,7 @@ export type ErrorCode =
   | 'run/busy'
   | 'run/interrupted'
   | 'run/stale'
+  | 'stream/closed'
   | 'note/too-long'
   | 'memory/bad-key'
   | 'memory/bad-value'

@@ -179,8 +179,8 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
     case 'message.update': {
       const current = await db.messages.get([op.userId, op.sessionId, op.body.id]);
       if (!current) return false;
-      // A final status is final: a late 'streaming' flush cannot undo 'complete' or 'interrupted'.
-      if (current.status !== 'streaming' && op.body.status === 'streaming') return false;
+      // Only a streaming message changes; 'complete' and 'interrupted' are final, whatever arrives late.
+      if (current.status !== 'streaming') return false;
       await db.messages.put({ ...current, status: op.body.status, message: op.body.message, tokens: {} });
       invalidateTotals(row, current.order);
       break;

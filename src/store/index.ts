@@ -2,6 +2,8 @@
 export { openTabula } from './tabula.js';
 export type { OpenTabulaOptions, StorageEstimate, Tabula } from './tabula.js';
 export type { Session, SessionJournal } from './session.js';
+export type { RunContext, RunOptions } from './runs.js';
+export type { MessageStream, StreamInit } from './stream.js';
 export type { ChangeOrigin, SessionChange } from './changes.js';
 export { SessionExportSchema, parseSessionExport } from './export.js';
 export type { SessionExport } from './export.js';
@@ -10,6 +12,7 @@ export type {
   ConflictPolicy,
   Memory,
   Note,
+  RunInfo,
   SaveOptions,
   SessionInfo,
   SessionOptions,

@@ -255,6 +255,17 @@ const rowSchemas = {
     snapshot: CheckpointSnapshotSchema,
   }),
   outbox: z.object({ seq: z.number().optional(), op: OpSchema }),
+  runs: z.object({
+    runId: z.string(),
+    userId: z.string(),
+    sessionId: z.string(),
+    scope: z.string(),
+    visit: z.number().int().positive(),
+    attempt: z.number().int().positive(),
+    status: z.enum(['running', 'succeeded', 'failed', 'interrupted', 'abandoned']),
+    startedAt: z.number(),
+    endedAt: z.number().nullable(),
+  }),
 } as const;
 
 type RowTypes = {
@@ -265,6 +276,7 @@ type RowTypes = {
   memory: MemoryRow;
   checkpoints: CheckpointRow;
   outbox: OutboxRow;
+  runs: RunRow;
 };
 
 /**

@@ -23,10 +23,15 @@ import { mapStorageError } from './errors.js';
 import { parseSessionExport, type SessionExport } from './export.js';
 import { newId } from './ids.js';
 import { createMemory } from './memory.js';
-import { checkRow, sessionRange, type MessageRow, type SessionRow } from './schema.js';
+import { addNote } from './notes.js';
+import { createRunner, type RunContext, type RunOptions } from './runs.js';
+import { openStream, type MessageStream, type StreamInit } from './stream.js';
+import { checkRow, sessionRange, type SessionRow } from './schema.js';
+import { toStoredMessage, toWireMessage } from './stored.js';
 import { countSessionTokens } from './session-tokens.js';
 import type {
   CheckpointInfo,
+  RunInfo,
   ConflictPolicy,
   Memory,
   Note,
@@ -66,6 +71,14 @@ export interface Session {
   note(text: string): Promise<void>;
   notes(): Promise<Note[]>;
   memory(scope?: string): Memory;
+  /** Runs fn as one agent turn under the session's lock (see runs.ts). */
+  run<T>(fn: (ctx: RunContext) => Promise<T>, options?: RunOptions): Promise<T>;
+  /** Aborts the run in flight on this session, in any tab; false when idle. */
+  interrupt(reason?: string): Promise<boolean>;
+  /** The session's runs, oldest first. */
+  runs(): Promise<RunInfo[]>;
+  /** Starts a durably streamed assistant message. */
+  stream(init: StreamInit): Promise<MessageStream>;
   /** Prefix + messages through the Tabula's counter, cached per message. */
   tokens(): Promise<number>;
   toContext(options?: { last?: number; scope?: ContextScope }): Promise<WorkingContext>;
@@ -85,18 +98,7 @@ export interface Session {
 /** Imports an export; implemented by the Tabula handle (used by fork). */
 export type SessionImporter = (data: SessionExport, contextSchema?: z.ZodObject) => Promise<Session>;
 
-const NOTE_MAX_CHARS = 500;
 const STATE_KEYS = ['summary', 'tasks', 'plan', 'permissions', 'tools', 'context'] as const;
-
-export function toStoredMessage(row: Pick<MessageRow, 'id' | 'order' | 'status' | 'createdAt' | 'message'>): StoredMessage {
-  return deepFreeze({ ...row.message, id: row.id, order: row.order, status: row.status, createdAt: row.createdAt });
-}
-
-/** The wire message of a stored one (drops id, order, status, createdAt). */
-export function toWireMessage(stored: StoredMessage): Message {
-  const { id: _id, order: _order, status: _status, createdAt: _createdAt, ...message } = stored;
-  return message;
-}
 
 function toPrefixData(prefix: PrefixContext): PrefixData {
   if (!(prefix instanceof PrefixContext)) {
@@ -268,6 +270,8 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     }
   };
 
+  const runner = createRunner({ store, userId, sessionId, label, contextSchema, append: (message) => session.append(message) });
+
   const session: Session = {
     userId,
     sessionId,
@@ -370,15 +374,8 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     },
 
     async note(text) {
-      if (typeof text !== 'string') throw new TabulaError('argument/invalid', `note() takes a string, got ${typeof text}.`);
-      if (text === '') return;
-      if (text.length > NOTE_MAX_CHARS) {
-        throw new TabulaError('note/too-long', `A note has at most ${NOTE_MAX_CHARS} characters; this one has ${text.length}. Shorten it or split it into several notes.`);
-      }
-      await write('add a note', async (tx) => {
-        requireRow(tx.row());
-        await tx.emit('note.add', { text, runId: null, scope: null, at: Date.now() });
-      });
+      ensureOpen();
+      await addNote(store, { userId, sessionId, label }, text, { runId: null, scope: null });
     },
 
     async notes() {
@@ -389,6 +386,26 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     memory(scope = 'default') {
       ensureOpen();
       return createMemory(store, userId, sessionId, scope);
+    },
+
+    run(fn, options) {
+      ensureOpen();
+      return runner.run(fn, options);
+    },
+
+    interrupt(reason) {
+      ensureOpen();
+      return runner.interrupt(reason);
+    },
+
+    runs() {
+      ensureOpen();
+      return read('list runs', () => runner.runs());
+    },
+
+    stream(streamInit) {
+      ensureOpen();
+      return openStream({ store, userId, sessionId, label }, streamInit);
     },
 
     async tokens() {

@@ -8,6 +8,9 @@ import { TabulaError } from '../core/errors.js';
 import { createHlc } from '../core/hlc.js';
 import { ApproxTokenCounter, type TokenCounter } from '../core/tokens.js';
 import { createChangeFeed } from './changes.js';
+import { createRunCoordinator } from './coordinator.js';
+import { platformLocks } from './locks.js';
+import { createRecovery } from './recovery.js';
 import { mapStorageError } from './errors.js';
 import { parseSessionExport, type SessionExport } from './export.js';
 import { newClientId } from './ids.js';
@@ -84,16 +87,24 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     tokenCounter: options.tokenCounter ?? new ApproxTokenCounter(),
     defaultUserId,
     onError,
+    coordinator: createRunCoordinator(name, platformLocks(), onError),
+    openStreams: new Set(),
     closed: false,
   };
+  const recovery = createRecovery(store);
   const handles = new Set<Session>();
 
   const handleFor = (userId: string, sessionId: string, contextSchema: z.ZodObject | undefined): Session => {
     const handle = createSessionHandle({ store, userId, sessionId, contextSchema, importSession: importData });
     handles.add(handle);
+    // A stream started in another tab gets a watcher here, so its tab crashing is noticed at once.
+    const stopWatching = store.feed.subscribe(userId, sessionId, (change) => {
+      if (change.origin === 'tab' && change.kinds.includes('message.append')) recovery.schedule(userId, sessionId);
+    });
     const close = handle.close.bind(handle);
     return Object.assign(handle, {
       close: async () => {
+        stopWatching();
         handles.delete(handle);
         await close();
       },
@@ -112,6 +123,11 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     }
     if (existing) {
       checkRow('sessions', [userId, sessionId], existing);
+      try {
+        await recovery.check(userId, sessionId);
+      } catch (error) {
+        throw mapStorageError(error, `recover session "${sessionId}"`);
+      }
     } else {
       // Opening an existing session is a read; only a new one costs a write transaction.
       await commit(store, userId, sessionId, `create session "${sessionId}"`, async (tx) => {
@@ -196,8 +212,12 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
 
     async close() {
       if (store.closed) return;
+      // An unfinished stream is interrupted, not left dangling: its text so far is kept.
+      await Promise.all([...store.openStreams].map((stream) => stream.abort().catch(() => undefined)));
       await Promise.all([...handles].map((handle) => handle.close()));
       store.closed = true;
+      recovery.close();
+      store.coordinator.close();
       store.feed.close();
       db.close();
     },

@@ -87,3 +87,16 @@ export interface SessionOptions {
   /** Validates `state.context` on save (and in runs). */
   contextSchema?: z.ZodObject;
 }
+
+/** A run as recorded in the runs table. */
+export interface RunInfo {
+  readonly runId: string;
+  readonly scope: string;
+  readonly visit: number;
+  readonly attempt: number;
+  /** 'abandoned': left running by a tab that closed or crashed. */
+  readonly status: 'running' | 'succeeded' | 'failed' | 'interrupted' | 'abandoned';
+  /** ms since the epoch. */
+  readonly startedAt: number;
+  readonly endedAt: number | null;
+}

@@ -10,6 +10,7 @@ import type { Op, OpBody, OpKind } from '../core/ops.js';
 import type { TokenCounter } from '../core/tokens.js';
 import { applyOp, flushSlot, loadSlot } from './apply.js';
 import type { ChangeFeed } from './changes.js';
+import type { RunCoordinator } from './coordinator.js';
 import { mapStorageError } from './errors.js';
 import { newId } from './ids.js';
 import { checkRow, sessionTables, type SessionRow, type TabulaDb } from './schema.js';
@@ -23,6 +24,10 @@ export interface StoreContext {
   readonly tokenCounter: TokenCounter;
   readonly defaultUserId: string;
   readonly onError: (error: TabulaError) => void;
+  /** Run and stream locks, and interrupts across tabs. */
+  readonly coordinator: RunCoordinator;
+  /** Streams not yet finished; close() interrupts them so their locks are released. */
+  readonly openStreams: Set<{ abort(): Promise<unknown> }>;
   closed: boolean;
 }
 

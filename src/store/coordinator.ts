@@ -1,0 +1,105 @@
+/**
+ * Run coordination across tabs: names the locks that gate runs and
+ * streams, keeps the abort handles of the runs in flight in this tab, and
+ * carries `interrupt()` to whichever tab holds a session's run, over a
+ * BroadcastChannel. Interrupts are runtime-only: nothing is stored, so an
+ * interrupt sent to an idle session affects nothing later.
+ */
+import { z } from 'zod';
+import { TabulaError, describeIssues } from '../core/errors.js';
+import { newId } from './ids.js';
+import type { Locks } from './locks.js';
+
+/** How long interrupt() waits for the tab that holds the run to answer. */
+const INTERRUPT_ACK_TIMEOUT_MS = 1000;
+
+const WireSchema = z.discriminatedUnion('type', [
+  z.strictObject({ v: z.literal(1), type: z.literal('interrupt'), id: z.string(), userId: z.string(), sessionId: z.string(), reason: z.string().nullable() }),
+  z.strictObject({ v: z.literal(1), type: z.literal('ack'), id: z.string() }),
+]);
+
+export interface RunCoordinator {
+  readonly locks: Locks;
+  /** The Web Lock that one run of the session holds. */
+  runLockName(userId: string, sessionId: string): string;
+  /** The Web Lock a tab holds while it streams a message. */
+  streamLockName(userId: string, sessionId: string, messageId: string): string;
+  /** The common prefix of a session's stream locks. */
+  streamLockPrefix(userId: string, sessionId: string): string;
+  /** Records the run in flight in this tab; returns the function that forgets it. */
+  register(userId: string, sessionId: string, abort: (reason: string | null) => void): () => void;
+  /** Aborts the session's run in whichever tab holds it; false when the session is idle. */
+  interrupt(userId: string, sessionId: string, reason: string | null): Promise<boolean>;
+  close(): void;
+}
+
+export function createRunCoordinator(name: string, locks: Locks, onError: (error: TabulaError) => void): RunCoordinator {
+  const key = (userId: string, sessionId: string) => JSON.stringify([userId, sessionId]);
+  const running = new Map<string, (reason: string | null) => void>();
+  const waiting = new Map<string, (acknowledged: boolean) => void>();
+  const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(`tabula:${name}:runs`) : null;
+
+  if (channel) {
+    channel.onmessage = (event: MessageEvent<unknown>) => {
+      const parsed = WireSchema.safeParse(event.data);
+      if (!parsed.success) {
+        onError(new TabulaError('schema/invalid', `Ignored a malformed run message from another tab: ${describeIssues(parsed.error.issues)}.`, { issues: parsed.error.issues }));
+        return;
+      }
+      const message = parsed.data;
+      if (message.type === 'ack') {
+        waiting.get(message.id)?.(true);
+        return;
+      }
+      const abort = running.get(key(message.userId, message.sessionId));
+      if (!abort) return;
+      abort(message.reason);
+      channel.postMessage({ v: 1, type: 'ack', id: message.id });
+    };
+  }
+
+  return {
+    locks,
+    runLockName: (userId, sessionId) => `tabula:${name}:run:${key(userId, sessionId)}`,
+    streamLockName: (userId, sessionId, messageId) => `tabula:${name}:stream:${key(userId, sessionId)}:${messageId}`,
+    streamLockPrefix: (userId, sessionId) => `tabula:${name}:stream:${key(userId, sessionId)}:`,
+
+    register(userId, sessionId, abort) {
+      const k = key(userId, sessionId);
+      running.set(k, abort);
+      return () => {
+        if (running.get(k) === abort) running.delete(k);
+      };
+    },
+
+    async interrupt(userId, sessionId, reason) {
+      const local = running.get(key(userId, sessionId));
+      if (local) {
+        local(reason);
+        return true;
+      }
+      const held = await locks.held();
+      if (!held.includes(`tabula:${name}:run:${key(userId, sessionId)}`) || !channel) return false;
+      const id = newId();
+      return new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => {
+          waiting.delete(id);
+          resolve(false);
+        }, INTERRUPT_ACK_TIMEOUT_MS);
+        waiting.set(id, (acknowledged) => {
+          clearTimeout(timer);
+          waiting.delete(id);
+          resolve(acknowledged);
+        });
+        channel.postMessage({ v: 1, type: 'interrupt', id, userId, sessionId, reason });
+      });
+    },
+
+    close() {
+      running.clear();
+      for (const settle of waiting.values()) settle(false);
+      waiting.clear();
+      channel?.close();
+    },
+  };
+}

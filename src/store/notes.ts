@@ -1,0 +1,35 @@
+/**
+ * Notes: progress lines of a session, saved at once. Shared by
+ * `session.note()` and a run's `ctx.note()`, which stamps its runId and scope.
+ */
+import { TabulaError } from '../core/errors.js';
+import { commit, type StoreContext } from './writer.js';
+
+/** The longest note, in characters (UTF-16 code units). */
+export const NOTE_MAX_CHARS = 500;
+
+/** Checks a note's text; returns false for '' (which writes nothing). */
+export function checkNote(text: unknown): text is string {
+  if (typeof text !== 'string') throw new TabulaError('argument/invalid', `note() takes a string, got ${typeof text}.`);
+  if (text.length > NOTE_MAX_CHARS) {
+    throw new TabulaError(
+      'note/too-long',
+      `A note has at most ${NOTE_MAX_CHARS} characters; this one has ${text.length}. Shorten it or split it into several notes.`,
+    );
+  }
+  return text !== '';
+}
+
+/** Saves a note at once. */
+export async function addNote(
+  store: StoreContext,
+  target: { userId: string; sessionId: string; label: string },
+  text: string,
+  origin: { runId: string | null; scope: string | null },
+): Promise<void> {
+  if (!checkNote(text)) return;
+  await commit(store, target.userId, target.sessionId, `add a note (${target.label})`, async (tx) => {
+    if (!tx.row()) throw new TabulaError('session/not-found', `${target.label} no longer exists; open it again with tabula.session().`);
+    await tx.emit('note.add', { text, runId: origin.runId, scope: origin.scope, at: Date.now() });
+  });
+}

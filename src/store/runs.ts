@@ -1,0 +1,258 @@
+/**
+ * Runs: one agent turn on a session, with the semantics of a transactional
+ * step.
+ * - A Web Lock per session gates runs across tabs; other sessions run in
+ *   parallel. `wait: false` refuses with `run/busy` instead of queueing.
+ * - `ctx.set()` buffers changes to the session's `state.context`; they are
+ *   validated and committed with the run's final status in one transaction
+ *   when `fn` resolves, and dropped when it throws or is interrupted.
+ * - Notes, memory and appended messages are saved at once and kept
+ *   whatever the outcome. Writes after the run ended throw `run/stale`.
+ * - `visit` counts runs per scope, `attempt` counts starts of one runId.
+ *
+ * Interruption is cooperative: `interrupt()` aborts `ctx.signal`; `fn`
+ * should pass it on (fetch, streams) and return or throw promptly.
+ */
+import type { z } from 'zod';
+import { TabulaError, describeIssues } from '../core/errors.js';
+import { assertJsonValue, cloneJson, type JsonValue } from '../core/json.js';
+import type { Message } from '../core/message.js';
+import { newId } from './ids.js';
+import { checkScope, createMemory } from './memory.js';
+import { addNote } from './notes.js';
+import { checkRow, type RunRow, type SessionRow } from './schema.js';
+import type { Memory, RunInfo, StoredMessage } from './types.js';
+import { commit, type StoreContext } from './writer.js';
+
+/** What a run's function gets. */
+export interface RunContext {
+  /** 32 lowercase hex characters, or the runId the caller gave, kept as is. */
+  readonly runId: string;
+  readonly userId: string;
+  readonly sessionId: string;
+  readonly scope: string;
+  /** 1 on the first run in this scope of this session, then 2, … */
+  readonly visit: number;
+  /** 1, then 2 when the same runId is started again, … */
+  readonly attempt: number;
+  /** Aborted by session.interrupt() from any tab, or by the caller's signal. */
+  readonly signal: AbortSignal;
+  /** A value of the session's context, as this run sees it (a copy). */
+  get(key: string): JsonValue | undefined;
+  /** Buffers a context change: saved with the run's success, dropped on failure. */
+  set(key: string, value: JsonValue): void;
+  /** A progress line stamped with this run; saved at once. */
+  note(text: string): Promise<void>;
+  /** Memory of this run's scope; saved at once. */
+  readonly memory: Memory;
+  /** Appends messages; saved at once. */
+  append(message: Message | Message[]): Promise<StoredMessage[]>;
+}
+
+export interface RunOptions {
+  /** Groups runs for visit counting and memory. @default 'default' */
+  scope?: string;
+  /** Correlates a run across systems; kept as is. @default a new 32-hex id */
+  runId?: string;
+  /** Aborts the run like interrupt() does. */
+  signal?: AbortSignal;
+  /** false: throw run/busy when another run holds the session. @default true */
+  wait?: boolean;
+}
+
+export interface RunnerDeps {
+  store: StoreContext;
+  userId: string;
+  sessionId: string;
+  label: string;
+  contextSchema: z.ZodObject | undefined;
+  append(message: Message | Message[]): Promise<StoredMessage[]>;
+}
+
+function checkRunId(runId: unknown): string {
+  if (typeof runId !== 'string' || runId.trim() === '' || runId.length > 128) {
+    throw new TabulaError('argument/invalid', `A runId must be a non-blank string of at most 128 characters, got ${JSON.stringify(runId)}.`);
+  }
+  return runId;
+}
+
+function stale(runId: string, what: string): TabulaError {
+  return new TabulaError('run/stale', `Run ${runId} has ended; ${what} through its context is refused. Start a new run to write.`);
+}
+
+/** Builds `session.run` and `session.interrupt` for one session. */
+export function createRunner(deps: RunnerDeps) {
+  const { store, userId, sessionId, label, contextSchema } = deps;
+  const { db, coordinator } = store;
+
+  /** Records the start: visit and attempt, and the context the run reads from. */
+  const start = (runId: string, scope: string) =>
+    commit(store, userId, sessionId, `start run ${runId} (${label})`, async (tx) => {
+      const row = tx.row();
+      if (!row) throw new TabulaError('session/not-found', `${label} no longer exists; open it again with tabula.session().`);
+      // We hold the session's lock: any run still marked running was left by a tab that is gone.
+      const leftOver = await db.runs.where('[userId+sessionId+status]').equals([userId, sessionId, 'running']).toArray();
+      for (const run of leftOver) await db.runs.put({ ...run, status: 'abandoned', endedAt: run.endedAt ?? Date.now() });
+      const previous = await db.runs.get(runId);
+      if (previous && (previous.userId !== userId || previous.sessionId !== sessionId)) {
+        throw new TabulaError('argument/invalid', `runId ${JSON.stringify(runId)} already belongs to another session; give each session's runs their own ids.`);
+      }
+      const visit = previous ? previous.visit : (await db.runs.where('[userId+sessionId+scope]').equals([userId, sessionId, scope]).count()) + 1;
+      const attempt = previous ? previous.attempt + 1 : 1;
+      const record: RunRow = { runId, userId, sessionId, scope: previous?.scope ?? scope, visit, attempt, status: 'running', startedAt: Date.now(), endedAt: null };
+      await db.runs.put(record);
+      return { record, context: cloneJson(row.state.context) };
+    });
+
+  const validateContext = (runId: string, context: Record<string, JsonValue>) => {
+    if (!contextSchema) return;
+    const result = contextSchema.safeParse(context);
+    if (!result.success) {
+      const issues = result.error.issues.map((issue) => ({ ...issue, path: ['context', ...issue.path] }));
+      throw new TabulaError(
+        'schema/invalid',
+        `Run ${runId} was rolled back: its context changes do not match the session's contextSchema: ${describeIssues(issues)}. Nothing of its context was saved; notes, memory and messages stay.`,
+        { issues: result.error.issues },
+      );
+    }
+  };
+
+  /** Ends the run: commits the buffered context (on success) and the final status in one transaction. */
+  const finish = (record: RunRow, status: RunRow['status'], changes: Map<string, JsonValue> | null) =>
+    commit(store, userId, sessionId, `finish run ${record.runId} (${label})`, async (tx) => {
+      const row: SessionRow | undefined = tx.row();
+      if (row && changes && changes.size > 0) {
+        const context = { ...row.state.context, ...Object.fromEntries(changes) };
+        validateContext(record.runId, context);
+        await tx.emit('state.save', { version: row.version + 1, patch: { context } });
+      }
+      await db.runs.put({ ...record, status, endedAt: Date.now() });
+    });
+
+  async function run<T>(fn: (ctx: RunContext) => Promise<T>, options: RunOptions = {}): Promise<T> {
+    if (typeof fn !== 'function') throw new TabulaError('argument/invalid', 'run(fn) takes an async function (ctx) => result.');
+    const scope = checkScope(options.scope ?? 'default');
+    const runId = options.runId === undefined ? newId() : checkRunId(options.runId);
+    const wait = options.wait ?? true;
+    const outer = options.signal;
+    if (outer?.aborted) throw new TabulaError('run/interrupted', `Run ${runId} was not started: its signal is already aborted.`, { cause: outer.reason });
+
+    const lockName = coordinator.runLockName(userId, sessionId);
+    return coordinator.locks.request(lockName, { ifAvailable: !wait, ...(outer ? { signal: outer } : {}) }, async (lock) => {
+      if (!lock) {
+        throw new TabulaError('run/busy', `Another run holds ${label} (in this tab or another); wait for it, interrupt() it, or call run() without wait: false to queue.`);
+      }
+      const controller = new AbortController();
+      let interruptReason: string | null = null;
+      const abort = (reason: string | null) => {
+        if (controller.signal.aborted) return;
+        interruptReason = reason;
+        controller.abort(new TabulaError('run/interrupted', `Run ${runId} on ${label} was interrupted${reason ? `: ${reason}` : ''}.`));
+      };
+      const forget = coordinator.register(userId, sessionId, abort);
+      const onOuterAbort = () => abort(typeof outer?.reason === 'string' ? outer.reason : 'the caller aborted it');
+      outer?.addEventListener('abort', onOuterAbort, { once: true });
+      try {
+        const { record, context } = await start(runId, scope);
+        const changes = new Map<string, JsonValue>();
+        let ended = false;
+        const live = (what: string) => {
+          if (ended) throw stale(runId, what);
+        };
+        const memory = createMemory(store, userId, sessionId, record.scope);
+        const ctx: RunContext = {
+          runId,
+          userId,
+          sessionId,
+          scope: record.scope,
+          visit: record.visit,
+          attempt: record.attempt,
+          signal: controller.signal,
+          get(key) {
+            const value = changes.has(key) ? changes.get(key) : context[key];
+            return value === undefined ? undefined : cloneJson(value);
+          },
+          set(key, value) {
+            live(`set("${key}")`);
+            if (typeof key !== 'string' || key === '') throw new TabulaError('argument/invalid', 'ctx.set(key, value) takes a non-empty string key.');
+            changes.set(key, cloneJson(assertJsonValue(value, `run ${runId} context key ${JSON.stringify(key)}`)));
+          },
+          async note(text) {
+            live('a note');
+            await addNote(store, { userId, sessionId, label }, text, { runId, scope: record.scope });
+          },
+          memory: {
+            get: (key) => memory.get(key),
+            keys: () => memory.keys(),
+            async set(key, value) {
+              live(`memory.set("${key}")`);
+              await memory.set(key, value);
+            },
+            async delete(key) {
+              live(`memory.delete("${key}")`);
+              await memory.delete(key);
+            },
+            async clear() {
+              live('memory.clear()');
+              await memory.clear();
+            },
+          },
+          async append(message) {
+            live('an append');
+            return deps.append(message);
+          },
+        };
+
+        const interrupted = (cause?: unknown) =>
+          new TabulaError(
+            'run/interrupted',
+            `Run ${runId} on ${label} was interrupted${interruptReason ? `: ${interruptReason}` : ''}; its context changes were dropped.`,
+            { cause },
+          );
+        let value: T;
+        try {
+          if (controller.signal.aborted) throw controller.signal.reason;
+          value = await fn(ctx);
+        } catch (error) {
+          ended = true;
+          const wasInterrupted = controller.signal.aborted;
+          await finish(record, wasInterrupted ? 'interrupted' : 'failed', null);
+          throw wasInterrupted ? interrupted(error) : error;
+        }
+        ended = true;
+        // fn finished, but after an interrupt: its result may rest on work cut short, so it is not committed.
+        if (controller.signal.aborted) {
+          await finish(record, 'interrupted', null);
+          throw interrupted();
+        }
+        try {
+          await finish(record, 'succeeded', changes);
+        } catch (error) {
+          await finish(record, 'failed', null);
+          throw error;
+        }
+        return value;
+      } finally {
+        forget();
+        outer?.removeEventListener('abort', onOuterAbort);
+      }
+    });
+  }
+
+  /** Aborts the run in flight on this session, in any tab; false when idle. */
+  async function interrupt(reason?: string): Promise<boolean> {
+    if (reason !== undefined && typeof reason !== 'string') throw new TabulaError('argument/invalid', 'interrupt(reason) takes a string reason or nothing.');
+    return coordinator.interrupt(userId, sessionId, reason ?? null);
+  }
+
+  /** The session's runs, oldest first. */
+  async function runs(): Promise<RunInfo[]> {
+    const rows = await db.runs.where('[userId+sessionId+scope]').between([userId, sessionId, ''], [userId, sessionId, '\uffff']).toArray();
+    return rows
+      .map((row) => checkRow('runs', row.runId, row))
+      .sort((a, b) => a.startedAt - b.startedAt)
+      .map(({ runId: id, scope, visit, attempt, status, startedAt, endedAt }) => Object.freeze({ runId: id, scope, visit, attempt, status, startedAt, endedAt }));
+  }
+
+  return { run, interrupt, runs };
+}

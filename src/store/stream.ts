@@ -1,0 +1,163 @@
+/**
+ * Durable streaming of an assistant message. The message row exists from
+ * the first moment with status `streaming`; chunks are flushed to it at
+ * most every `flushIntervalMs`, so a reload or a crash loses at most that
+ * window, and other tabs see the text grow through `subscribe()`.
+ *
+ * The streaming tab holds a Web Lock named for the message. When that tab
+ * closes or crashes the lock is released, and any tab that has the session
+ * open (or opens it later) marks the message `interrupted`, keeping every
+ * chunk flushed before.
+ */
+import { TabulaError } from '../core/errors.js';
+import { parseMessage, type Message } from '../core/message.js';
+import { newId } from './ids.js';
+import { toStoredMessage } from './stored.js';
+import type { StoredMessage } from './types.js';
+import { commit, type StoreContext } from './writer.js';
+
+/** A message being written chunk by chunk. */
+export interface MessageStream {
+  /** The message id, the same in every tab. */
+  readonly id: string;
+  /** Adds text; persisted at the next flush. Throws 'stream/closed' after done() or abort(). */
+  write(chunk: string): void;
+  /** Flushes, sets the final fields (e.g. tool_calls), marks the message complete; resolves once durable. */
+  done(final?: Partial<Message>): Promise<StoredMessage>;
+  /** Flushes what was written and marks the message interrupted. */
+  abort(reason?: string): Promise<StoredMessage>;
+}
+
+export interface StreamInit {
+  role: 'assistant';
+  /** Author tag of the message. */
+  name?: string;
+  /** How often chunks are persisted at most. @default 100 */
+  flushIntervalMs?: number;
+}
+
+export interface StreamDeps {
+  store: StoreContext;
+  userId: string;
+  sessionId: string;
+  label: string;
+}
+
+export async function openStream(deps: StreamDeps, init: StreamInit): Promise<MessageStream> {
+  const { store, userId, sessionId, label } = deps;
+  if (init?.role !== 'assistant') throw new TabulaError('argument/invalid', "stream() writes assistant messages: pass { role: 'assistant' }.");
+  if (init.name !== undefined && (typeof init.name !== 'string' || init.name === '')) {
+    throw new TabulaError('argument/invalid', 'stream({ name }) must be a non-empty string when given.');
+  }
+  const flushIntervalMs = init.flushIntervalMs ?? 100;
+  if (typeof flushIntervalMs !== 'number' || !(flushIntervalMs >= 0) || !Number.isFinite(flushIntervalMs)) {
+    throw new TabulaError('argument/invalid', `stream({ flushIntervalMs }) must be a number of ms ≥ 0, got ${String(flushIntervalMs)}.`);
+  }
+
+  const id = newId();
+  const base: Message = { role: 'assistant', content: '', ...(init.name ? { name: init.name } : {}) };
+
+  // Hold the stream's lock for as long as the stream is open; other tabs read its release as "gone".
+  let releaseLock: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (releaseLock = resolve));
+  await new Promise<void>((granted, refused) => {
+    store.coordinator.locks
+      .request(store.coordinator.streamLockName(userId, sessionId, id), {}, async () => {
+        granted();
+        await held;
+      })
+      .catch(refused);
+  });
+
+  const write = <T>(what: string, build: Parameters<typeof commit<T>>[4]) => commit(store, userId, sessionId, `${what} (${label})`, build);
+  const requireSession = (row: unknown) => {
+    if (!row) throw new TabulaError('session/not-found', `${label} no longer exists; the stream ${id} cannot be saved.`);
+  };
+
+  let first;
+  try {
+    first = await write('start a streamed message', async (tx) => {
+      requireSession(tx.row());
+      return tx.emit('message.append', { id, createdAt: Date.now(), status: 'streaming', message: base });
+    });
+  } catch (error) {
+    releaseLock();
+    throw error;
+  }
+  const { order } = first;
+  const createdAt = first.kind === 'message.append' ? first.body.createdAt : Date.now();
+
+  let text = '';
+  let flushedText = '';
+  let lastFlushAt = 0;
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let flushing: Promise<void> = Promise.resolve();
+  let closed = false;
+  let failure: TabulaError | null = null;
+
+  const flush = async () => {
+    if (text === flushedText) return;
+    const content = text;
+    try {
+      await write('flush a streamed message', async (tx) => {
+        requireSession(tx.row());
+        await tx.emit('message.update', { id, status: 'streaming', message: { ...base, content } });
+      });
+      flushedText = content;
+      lastFlushAt = Date.now();
+    } catch (error) {
+      failure = error instanceof TabulaError ? error : new TabulaError('storage/failed', `Flushing stream ${id} failed.`, { cause: error });
+      store.onError(failure);
+    }
+  };
+
+  const schedule = () => {
+    if (timer !== null) return;
+    const waitMs = Math.max(0, lastFlushAt + flushIntervalMs - Date.now());
+    timer = setTimeout(() => {
+      timer = null;
+      flushing = flushing.then(flush);
+    }, waitMs);
+  };
+
+  const finish = async (status: 'complete' | 'interrupted', final: Partial<Message>): Promise<StoredMessage> => {
+    if (closed) throw new TabulaError('stream/closed', `Stream ${id} is already finished.`);
+    // Checked before closing: a bad final field leaves the stream open to be finished correctly.
+    parseMessage({ ...base, content: text, ...final }, `the final message of stream ${id}`);
+    closed = true;
+    if (timer !== null) clearTimeout(timer);
+    timer = null;
+    try {
+      await flushing;
+      const message = parseMessage({ ...base, content: text, ...final }, `the final message of stream ${id}`);
+      await write(status === 'complete' ? 'complete a streamed message' : 'interrupt a streamed message', async (tx) => {
+        requireSession(tx.row());
+        await tx.emit('message.update', { id, status, message });
+      });
+      return toStoredMessage({ id, order, status, createdAt, message });
+    } finally {
+      store.openStreams.delete(stream);
+      releaseLock();
+    }
+  };
+
+  const stream: MessageStream = {
+    id,
+    write(chunk) {
+      if (closed) throw new TabulaError('stream/closed', `Stream ${id} is finished; write() after done() or abort() is refused.`);
+      if (typeof chunk !== 'string') throw new TabulaError('argument/invalid', `stream.write() takes a string chunk, got ${typeof chunk}.`);
+      if (failure) throw failure;
+      text += chunk;
+      schedule();
+    },
+    done(final = {}) {
+      if (typeof final !== 'object' || final === null) throw new TabulaError('argument/invalid', 'done(final) takes an object of message fields.');
+      return finish('complete', final);
+    },
+    abort() {
+      return finish('interrupted', {});
+    },
+  };
+  store.openStreams.add(stream);
+  return stream;
+}
