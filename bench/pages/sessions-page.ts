@@ -6,6 +6,7 @@
  *   rewritten on every append (what a single-blob state store does);
  * - raw IndexedDB reading the last 50 rows with a reverse cursor.
  */
+import { expose } from './expose.js';
 import { openTabula, type Message, type Session, type Tabula } from '../../src/index.js';
 
 const SEED_BATCH = 5_000;
@@ -150,11 +151,4 @@ const bench = {
   rawReadLastSamples,
 };
 
-declare global {
-  interface Window {
-    bench: typeof bench;
-    benchReady: true;
-  }
-}
-window.bench = bench;
-window.benchReady = true;
+expose(bench);
