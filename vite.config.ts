@@ -31,7 +31,7 @@ export default defineConfig({
           root: repoRoot,
           // The core and store suites run here too: the core needs nothing Node-only, and the
           // store behaves the same on Chromium's IndexedDB as on fake-indexeddb.
-          include: ['test/browser/**/*.test.ts', 'test/unit/core/**/*.test.ts', 'test/unit/store/**/*.test.ts'],
+          include: ['test/browser/**/*.test.ts', 'test/unit/core/**/*.test.ts', 'test/unit/store/**/*.test.ts', 'test/unit/blackboard/**/*.test.ts'],
           browser: {
             enabled: true,
             headless: true,

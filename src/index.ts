@@ -5,3 +5,4 @@
  */
 export * from './core/index.js';
 export * from './store/index.js';
+export * from './blackboard/index.js';

@@ -35,6 +35,8 @@ export const SessionExportSchema = z.strictObject({
     z.strictObject({ text: z.string().max(500), runId: z.string().nullable(), scope: z.string().nullable(), at: z.number() }),
   ),
   memory: z.array(z.strictObject({ scope: z.string().min(1), key: z.string().min(1).max(128), value: JsonValueSchema })),
+  /** The blackboard's content (absent in exports that had none). */
+  blackboard: z.record(z.string(), JsonValueSchema).optional(),
 });
 
 /** A session as portable JSON (see {@link SessionExportSchema}). */

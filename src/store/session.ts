@@ -9,6 +9,7 @@
  * part of it.
  */
 import type { z } from 'zod';
+import type { Blackboard } from '../blackboard/blackboard.js';
 import { WorkingContext, type FrozenContext } from '../core/context.js';
 import { TabulaError, describeIssues, formatPath } from '../core/errors.js';
 import { subOrder } from '../core/hlc.js';
@@ -63,6 +64,8 @@ export interface Session {
   prefix(): Promise<PrefixContext>;
   setPrefix(prefix: PrefixContext): Promise<void>;
   readonly journal: SessionJournal;
+  /** The session's shared scratchpad: a Yjs document, live in every tab, stored in IndexedDB. */
+  readonly blackboard: Blackboard;
   state(): Promise<SessionState>;
   save(patch: SessionStatePatch, options?: SaveOptions): Promise<SessionState>;
   /** Drops messages and summary; keeps prefix, tasks, plan, permissions, tools, journal, memory, notes. */
@@ -133,6 +136,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
   const { db } = store;
   const label = `session "${sessionId}" of user "${userId}"`;
   const unsubscribers = new Set<() => void>();
+  const board = store.boards.acquire(userId, sessionId);
   let closed = false;
 
   const ensureOpen = () => {
@@ -270,11 +274,18 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     }
   };
 
+  const exportWithBoard = async (): Promise<SessionExport> => {
+    const data = await exportData();
+    await board.blackboard.whenLoaded;
+    return { ...data, blackboard: board.blackboard.toJSON() };
+  };
+
   const runner = createRunner({ store, userId, sessionId, label, contextSchema, append: (message) => session.append(message) });
 
   const session: Session = {
     userId,
     sessionId,
+    blackboard: board.blackboard,
 
     async append(input) {
       const list = Array.isArray(input) ? input : [input];
@@ -414,12 +425,14 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     },
 
     async toContext(options = {}) {
-      const [row, messages, entries] = await Promise.all([readRow(), session.messages(options), readJournal()]);
+      const [row, messages, entries] = await Promise.all([readRow(), session.messages(options), readJournal(), board.blackboard.whenLoaded]);
       const journal = new MutationJournal<unknown>(entries.slice(0, row.journalWatermark));
       journal.apply(entries.slice(row.journalWatermark));
       return new WorkingContext({
         prefix: new PrefixContext(row.prefix),
         messages: messages.map(toWireMessage),
+        // The blackboard is the scratchpad axis; write a context's changes back with blackboard.update().
+        scratchpad: board.blackboard.toJSON(),
         journal,
         tokenCounter: store.tokenCounter,
       });
@@ -430,7 +443,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     },
 
     async fork(newSessionId, options = {}) {
-      const data = await exportData();
+      const data = await exportWithBoard();
       const forkUserId = options.userId ?? userId;
       return init.importSession({ ...data, userId: forkUserId, sessionId: newSessionId, forkOf: { userId, sessionId } }, contextSchema);
     },
@@ -475,7 +488,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
       });
     },
 
-    export: exportData,
+    export: exportWithBoard,
 
     subscribe(listener) {
       ensureOpen();
@@ -487,11 +500,12 @@ export function createSessionHandle(init: SessionHandleInit): Session {
       };
     },
 
-    close() {
+    async close() {
+      if (closed) return;
       closed = true;
       for (const unsubscribe of unsubscribers) unsubscribe();
       unsubscribers.clear();
-      return Promise.resolve();
+      await board.release();
     },
   };
   return session;

@@ -7,6 +7,7 @@ import type { z } from 'zod';
 import { TabulaError } from '../core/errors.js';
 import { createHlc } from '../core/hlc.js';
 import { ApproxTokenCounter, type TokenCounter } from '../core/tokens.js';
+import { createBoardRegistry } from '../blackboard/registry.js';
 import { createChangeFeed } from './changes.js';
 import { createRunCoordinator } from './coordinator.js';
 import { platformLocks } from './locks.js';
@@ -89,6 +90,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     onError,
     coordinator: createRunCoordinator(name, platformLocks(), onError),
     openStreams: new Set(),
+    boards: createBoardRegistry({ name, peerId: newClientId(), onError }),
     closed: false,
   };
   const recovery = createRecovery(store);
@@ -149,7 +151,13 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       }
       await importInto(tx, parsed);
     });
-    return handleFor(parsed.userId, parsed.sessionId, contextSchema);
+    const handle = handleFor(parsed.userId, parsed.sessionId, contextSchema);
+    if (parsed.blackboard && Object.keys(parsed.blackboard).length > 0) {
+      await handle.blackboard.whenLoaded;
+      handle.blackboard.update(parsed.blackboard);
+      await handle.blackboard.flushed();
+    }
+    return handle;
   }
 
   return {
@@ -189,6 +197,11 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       await commit(store, userId, sessionId, `delete session "${sessionId}"`, async (tx) => {
         if (tx.row()) await tx.emit('session.delete', {});
       });
+      try {
+        await store.boards.destroy(userId, sessionId);
+      } catch (error) {
+        throw mapStorageError(error, `delete the blackboard of session "${sessionId}"`);
+      }
     },
 
     importSession: (data) => importData(data),
@@ -215,6 +228,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       // An unfinished stream is interrupted, not left dangling: its text so far is kept.
       await Promise.all([...store.openStreams].map((stream) => stream.abort().catch(() => undefined)));
       await Promise.all([...handles].map((handle) => handle.close()));
+      await store.boards.close();
       store.closed = true;
       recovery.close();
       store.coordinator.close();

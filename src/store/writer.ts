@@ -9,6 +9,7 @@ import { hlcOf, type HybridLogicalClock } from '../core/hlc.js';
 import type { Op, OpBody, OpKind } from '../core/ops.js';
 import type { TokenCounter } from '../core/tokens.js';
 import { applyOp, flushSlot, loadSlot } from './apply.js';
+import type { BoardRegistry } from '../blackboard/registry.js';
 import type { ChangeFeed } from './changes.js';
 import type { RunCoordinator } from './coordinator.js';
 import { mapStorageError } from './errors.js';
@@ -26,6 +27,8 @@ export interface StoreContext {
   readonly onError: (error: TabulaError) => void;
   /** Run and stream locks, and interrupts across tabs. */
   readonly coordinator: RunCoordinator;
+  /** The live blackboard docs of this tab's open sessions. */
+  readonly boards: BoardRegistry;
   /** Streams not yet finished; close() interrupts them so their locks are released. */
   readonly openStreams: Set<{ abort(): Promise<unknown> }>;
   closed: boolean;

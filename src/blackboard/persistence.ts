@@ -1,0 +1,128 @@
+/**
+ * Stores a session's Y.Doc in its own IndexedDB database with y-indexeddb,
+ * and adds what y-indexeddb lacks:
+ * - `flushed()`: y-indexeddb writes each update in its own transaction and
+ *   gives no signal; a readwrite transaction on the same store, opened
+ *   after them, completes only after they have (IndexedDB runs
+ *   overlapping readwrite transactions in order), so awaiting it means
+ *   every earlier update is stored;
+ * - compaction: y-indexeddb adds a row on every open, even with no change,
+ *   so a session opened many times grows; past `compactAboveRows` rows the
+ *   log is merged into one row, in one transaction, so no concurrent write
+ *   from another tab can be lost.
+ */
+import { IndexeddbPersistence } from 'y-indexeddb';
+import * as Y from 'yjs';
+import { TabulaError } from '../core/errors.js';
+
+const UPDATES = 'updates';
+
+export interface DocPersistence {
+  readonly provider: IndexeddbPersistence;
+  readonly whenLoaded: Promise<void>;
+  flushed(): Promise<void>;
+  /** Merges the stored log into one row; returns the row counts before and after. */
+  compact(): Promise<{ rowsBefore: number; rowsAfter: number }>;
+  /** Bytes and rows the stored log holds. */
+  size(): Promise<{ bytes: number; rows: number }>;
+  close(): Promise<void>;
+}
+
+function done(tx: IDBTransaction): Promise<void> {
+  return new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));
+    tx.onerror = () => reject(tx.error ?? new Error('IndexedDB transaction failed'));
+  });
+}
+
+export interface PersistenceOptions {
+  /** Compact on load once the log has more rows than this. @default 20 */
+  compactAboveRows?: number;
+  onError: (error: TabulaError) => void;
+}
+
+export function persistDoc(name: string, doc: Y.Doc, options: PersistenceOptions): DocPersistence {
+  const provider = new IndexeddbPersistence(name, doc);
+  const compactAboveRows = options.compactAboveRows ?? 20;
+
+  const database = async (): Promise<IDBDatabase> => {
+    await provider.whenSynced;
+    if (!provider.db) throw new TabulaError('storage/closed', `The blackboard database "${name}" is closed.`);
+    return provider.db;
+  };
+
+  const size = async () => {
+    const db = await database();
+    const tx = db.transaction(UPDATES, 'readonly');
+    const request = tx.objectStore(UPDATES).getAll();
+    await done(tx);
+    const rows = request.result as Uint8Array[];
+    return { bytes: rows.reduce((sum, row) => sum + row.byteLength, 0), rows: rows.length };
+  };
+
+  const compact = async () => {
+    const db = await database();
+    const tx = db.transaction(UPDATES, 'readwrite');
+    const store = tx.objectStore(UPDATES);
+    let rowsBefore = 0;
+    // Everything happens in request callbacks of one transaction: no other tab's write can slip between.
+    const cursorRequest = store.openCursor();
+    const keys: IDBValidKey[] = [];
+    cursorRequest.onsuccess = () => {
+      const cursor = cursorRequest.result;
+      if (cursor) {
+        keys.push(cursor.key);
+        Y.applyUpdate(doc, cursor.value as Uint8Array, provider);
+        cursor.continue();
+        return;
+      }
+      rowsBefore = keys.length;
+      if (rowsBefore <= 1) return;
+      store.add(Y.encodeStateAsUpdate(doc));
+      for (const key of keys) store.delete(key);
+    };
+    await done(tx);
+    return { rowsBefore, rowsAfter: rowsBefore <= 1 ? rowsBefore : 1 };
+  };
+
+  const whenLoaded = (async () => {
+    await provider.whenSynced;
+    try {
+      const { rows } = await size();
+      if (rows > compactAboveRows) await compact();
+    } catch (error) {
+      // Compaction only saves space; the board is loaded and usable without it.
+      options.onError(new TabulaError('storage/failed', `Could not compact the blackboard database "${name}".`, { cause: error }));
+    }
+  })();
+
+  return {
+    provider,
+    whenLoaded,
+    async flushed() {
+      await provider.whenSynced;
+      const db = await database();
+      // Strict durability: the barrier's commit is flushed to disk, and with it every write before it.
+      const tx = db.transaction(UPDATES, 'readwrite', { durability: 'strict' });
+      tx.objectStore(UPDATES).count();
+      await done(tx);
+    },
+    compact,
+    size,
+    async close() {
+      await provider.destroy();
+    },
+  };
+}
+
+/** Deletes a blackboard database (its doc must be closed in this tab first). */
+export function deleteDocDatabase(name: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const request = indexedDB.deleteDatabase(name);
+    request.onsuccess = () => resolve();
+    request.onerror = () => reject(request.error ?? new Error(`Could not delete ${name}`));
+    // Other tabs' connections close on versionchange (lib0 does that), after which the delete proceeds.
+    request.onblocked = () => undefined;
+  });
+}
