@@ -6,3 +6,4 @@
 export * from './core/index.js';
 export * from './store/index.js';
 export * from './blackboard/index.js';
+export * from './tokens/index.js';

@@ -25,7 +25,15 @@ export async function startBenchBrowser(): Promise<BenchBrowser> {
     configFile: false,
     root,
     logLevel: 'error',
-    server: { host: '127.0.0.1', port: 0 },
+    // Cross-origin isolation gives performance.now() 5 µs resolution instead of 100 µs.
+    server: {
+      host: '127.0.0.1',
+      port: 0,
+      headers: { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' },
+      // A benchmark must not reload its pages when a source file changes under it.
+      hmr: false,
+      watch: { ignored: ['**/*'] },
+    },
   });
   await server.listen();
   const address = server.httpServer?.address();

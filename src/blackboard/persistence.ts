@@ -66,21 +66,19 @@ export function persistDoc(name: string, doc: Y.Doc, options: PersistenceOptions
     const tx = db.transaction(UPDATES, 'readwrite');
     const store = tx.objectStore(UPDATES);
     let rowsBefore = 0;
-    // Everything happens in request callbacks of one transaction: no other tab's write can slip between.
-    const cursorRequest = store.openCursor();
-    const keys: IDBValidKey[] = [];
-    cursorRequest.onsuccess = () => {
-      const cursor = cursorRequest.result;
-      if (cursor) {
-        keys.push(cursor.key);
-        Y.applyUpdate(doc, cursor.value as Uint8Array, provider);
-        cursor.continue();
-        return;
-      }
-      rowsBefore = keys.length;
+    // Everything happens in request callbacks of one transaction, so no other tab's write can slip
+    // between reading the log and replacing it.
+    const keysRequest = store.getAllKeys();
+    const rowsRequest = store.getAll();
+    rowsRequest.onsuccess = () => {
+      const keys = keysRequest.result;
+      const rows = rowsRequest.result as Uint8Array[];
+      rowsBefore = rows.length;
       if (rowsBefore <= 1) return;
+      // One Yjs transaction: rows this doc already has change nothing and emit no update.
+      Y.transact(doc, () => rows.forEach((row) => Y.applyUpdate(doc, row)), provider);
       store.add(Y.encodeStateAsUpdate(doc));
-      for (const key of keys) store.delete(key);
+      store.delete(IDBKeyRange.bound(keys[0], keys[keys.length - 1]));
     };
     await done(tx);
     return { rowsBefore, rowsAfter: rowsBefore <= 1 ? rowsBefore : 1 };

@@ -59,13 +59,15 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
 
   const open = (userId: string, sessionId: string): Entry => {
     const doc = new Y.Doc();
-    const persistence = persistDoc(blackboardDatabaseName(options.name, userId, sessionId), doc, { onError: options.onError });
+    // The provider subscribes to updates first, so a change is on its way to the other tabs
+    // before y-indexeddb starts its IndexedDB transaction for it.
     const provider = new TabSyncProvider(doc, {
       peerId: options.peerId,
       transport: transport(`tabula:${options.name}:blackboard:${key(userId, sessionId)}`),
       onError: options.onError,
       ...(options.resyncIntervalMs === undefined ? {} : { resyncIntervalMs: options.resyncIntervalMs }),
     });
+    const persistence = persistDoc(blackboardDatabaseName(options.name, userId, sessionId), doc, { onError: options.onError });
     const sourceOf = (origin: unknown): ChangeSource => (origin === provider ? 'tab' : origin === REMOTE_ORIGIN ? 'remote' : 'local');
     provider.resync();
     return { refs: 0, closed: false, doc, persistence, provider, sourceOf };

@@ -8,6 +8,7 @@ import { TabulaError } from '../core/errors.js';
 import { createHlc } from '../core/hlc.js';
 import { ApproxTokenCounter, type TokenCounter } from '../core/tokens.js';
 import { createBoardRegistry } from '../blackboard/registry.js';
+import { createTokenCounter } from '../tokens/counter.js';
 import { createChangeFeed } from './changes.js';
 import { createRunCoordinator } from './coordinator.js';
 import { platformLocks } from './locks.js';
@@ -25,7 +26,10 @@ export interface OpenTabulaOptions {
   name?: string;
   /** The user of `session()` calls that name none. @default 'anonymous' */
   userId?: string;
-  /** Counts tokens for `session.tokens()` and contexts. @default ApproxTokenCounter (the worker counter once it lands) */
+  /**
+   * Counts tokens for `session.tokens()` and contexts.
+   * @default the worker counter (o200k_base, shared worker) where Worker exists, else ApproxTokenCounter
+   */
   tokenCounter?: TokenCounter;
   /** Receives problems that are reported, not thrown: a malformed message from another tab, a failed cache write. @default console.warn */
   onError?: (error: TabulaError) => void;
@@ -80,12 +84,15 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   } catch (error) {
     throw mapStorageError(error, `open the IndexedDB database "${name}"`);
   }
+  // A counter we create is ours to close; one the caller passed is theirs.
+  const ownCounter = options.tokenCounter ? null : typeof Worker === 'function' ? createTokenCounter({ encoding: 'o200k_base', worker: 'shared' }) : null;
+  const counter: TokenCounter = options.tokenCounter ?? ownCounter ?? new ApproxTokenCounter();
   const store: StoreContext = {
     db,
     name,
     clock: createHlc({ clientId: newClientId() }),
     feed: createChangeFeed(name, onError),
-    tokenCounter: options.tokenCounter ?? new ApproxTokenCounter(),
+    tokenCounter: counter,
     defaultUserId,
     onError,
     coordinator: createRunCoordinator(name, platformLocks(), onError),
@@ -233,6 +240,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       recovery.close();
       store.coordinator.close();
       store.feed.close();
+      ownCounter?.close();
       db.close();
     },
   };
