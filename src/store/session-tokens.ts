@@ -30,6 +30,8 @@ export interface SessionTokensInput {
 /** Prefix + messages of the session, by the store's counter. */
 export async function countSessionTokens({ store, userId, sessionId, label, readRow }: SessionTokensInput): Promise<number> {
   const { db, tokenCounter: counter } = store;
+  // A previous call may still be caching its counts; start from them rather than recount.
+  if (store.background.size > 0) await Promise.allSettled([...store.background]);
   const row = await readRow();
   const cached = row.tokenTotals[counter.name];
   const [lower, upper] = sessionRange(userId, sessionId);
@@ -61,10 +63,14 @@ export async function countSessionTokens({ store, userId, sessionId, label, read
       upTo: last?.order ?? cached?.upTo ?? '',
       messages: (cached?.messages ?? 0) + rows.length,
     };
-    await saveTotals(store, userId, sessionId, row, uncached, next).catch((error: unknown) => {
-      // The count itself is right; failing to cache it only costs time on the next call.
-      store.onError(mapStorageError(error, `cache token counts of ${label}`));
-    });
+    // Not awaited: the count is already right, and caching it only saves time on the next call.
+    // close() waits for it, so a reopened session finds the counts.
+    const caching = saveTotals(store, userId, sessionId, row, uncached, next)
+      .catch((error: unknown) => {
+        if (!store.closed) store.onError(mapStorageError(error, `cache token counts of ${label}`));
+      })
+      .finally(() => store.background.delete(caching));
+    store.background.add(caching);
   }
   return prefixTokens + messagesTotal;
 }

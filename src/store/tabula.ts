@@ -97,6 +97,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     onError,
     coordinator: createRunCoordinator(name, platformLocks(), onError),
     openStreams: new Set(),
+    background: new Set(),
     boards: createBoardRegistry({ name, peerId: newClientId(), onError }),
     closed: false,
   };
@@ -235,6 +236,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       // An unfinished stream is interrupted, not left dangling: its text so far is kept.
       await Promise.all([...store.openStreams].map((stream) => stream.abort().catch(() => undefined)));
       await Promise.all([...handles].map((handle) => handle.close()));
+      await Promise.allSettled([...store.background]);
       await store.boards.close();
       store.closed = true;
       recovery.close();

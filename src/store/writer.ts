@@ -29,6 +29,8 @@ export interface StoreContext {
   readonly coordinator: RunCoordinator;
   /** The live blackboard docs of this tab's open sessions. */
   readonly boards: BoardRegistry;
+  /** Writes left running in the background (token caches); close() waits for them. */
+  readonly background: Set<Promise<unknown>>;
   /** Streams not yet finished; close() interrupts them so their locks are released. */
   readonly openStreams: Set<{ abort(): Promise<unknown> }>;
   closed: boolean;

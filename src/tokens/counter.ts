@@ -4,7 +4,7 @@
  * browser has one (one loaded encoding for every tab), else in a dedicated
  * Worker, else in the calling thread; Comlink carries the calls.
  *
- * - Counts are cached per text (LRU), so counting a session after one
+ * - Counts are cached per text (LRU, texts under 256 KB), so counting a session after one
  *   append sends one message to the worker; only uncached texts are sent,
  *   in one call per count().
  * - If the worker cannot start (CSP, a bundler that did not emit the
@@ -208,11 +208,14 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
 
   const budgetFor = (chars: number) => requestTimeoutMs + chars / 500;
 
+  // Texts this large are not cached: hashing one costs ~8% of counting it, and they are rarely recounted.
+  const cacheable = (text: string) => text.length < LARGE_TEXT_CHARS;
+
   const countTexts = async (texts: string[]): Promise<{ counts: number[]; exact: boolean }> => {
     const counts = new Array<number>(texts.length);
     const missing: number[] = [];
     texts.forEach((text, i) => {
-      const hit = cache.get(textKey(text));
+      const hit = cacheable(text) ? cache.get(textKey(text)) : undefined;
       if (hit === undefined) missing.push(i);
       else counts[i] = hit;
     });
@@ -233,7 +236,7 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
         throw new TabulaError('schema/invalid', `The token worker answered ${JSON.stringify(value)} for a text; expected a whole number ≥ 0.`);
       }
       counts[i] = value;
-      cache.set(textKey(texts[i] as string), value);
+      if (cacheable(texts[i] as string)) cache.set(textKey(texts[i] as string), value);
     });
     return { counts, exact: true };
   };
@@ -247,15 +250,10 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
     if (typeof text !== 'string') throw new TabulaError('argument/invalid', `countText() takes a string, got ${typeof text}.`);
     const { signal, onProgress } = opts;
     if (signal?.aborted) throw new TabulaError('tokens/aborted', 'Counting was aborted before it started.', { cause: signal.reason });
-    if (text.length < LARGE_TEXT_CHARS && !onProgress) {
+    // Without progress or cancellation there is nothing to interleave: one call, no yields between chunks.
+    if ((text.length < LARGE_TEXT_CHARS && !onProgress) || (!onProgress && !signal)) {
       const { counts, exact } = await countTexts([text]);
       return { tokens: counts[0] as number, exact };
-    }
-    const cached = cache.get(textKey(text));
-    if (cached !== undefined) {
-      totals.cached += 1;
-      onProgress?.(text.length, text.length);
-      return { tokens: cached, exact: true };
     }
     const id = `c${++requestSeq}`;
     const progress = onProgress ? Comlink.proxy(onProgress) : undefined;
@@ -271,7 +269,6 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
         return { tokens: estimateTextTokens(text), exact: false };
       }
       totals.counted += 1;
-      cache.set(textKey(text), result);
       return { tokens: result, exact: true };
     } catch (error) {
       if (signal?.aborted) throw new TabulaError('tokens/aborted', 'Counting was aborted.', { cause: signal.reason });

@@ -39,7 +39,20 @@ export interface CountingEngine {
   cancel(requestId: string): void;
 }
 
-const yieldToEvents = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+/**
+ * Lets queued messages (a cancel) run between chunks. A MessageChannel
+ * round trip, not setTimeout(0): nested timeouts are clamped to 4 ms, which
+ * cost a 5 MB count 80 chunks × 4 ms.
+ */
+const yieldToEvents = () =>
+  new Promise<void>((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => {
+      channel.port1.close();
+      resolve();
+    };
+    channel.port2.postMessage(null);
+  });
 
 export function createEngine(): CountingEngine {
   const loaded = new Map<Encoding, Promise<CountTokens>>();
