@@ -1,9 +1,11 @@
 /**
- * The first demo: the pure core at work in a page. A main context is
- * seeded with a short conversation; the controls fork it, let the fork
- * diverge, slice the main transcript and show the structural diff.
+ * The demo app: an offline chat agent on Tabula. Each chat is a session;
+ * a turn is a `session.run` that streams the agent's reply durably and can
+ * be stopped from any tab; the blackboard panel is the session's shared
+ * scratchpad; the token count comes from the worker counter.
  */
-import { PrefixContext, WorkingContext, lastTurns, messageText, type Message } from '../src/index.js';
+import { createTokenCounter, isTabulaError, openTabula, type JsonValue, type Session } from '../src/index.js';
+import { respond } from './agent.js';
 
 function element<T extends HTMLElement>(testId: string): T {
   const found = document.querySelector<T>(`[data-testid="${testId}"]`);
@@ -11,94 +13,161 @@ function element<T extends HTMLElement>(testId: string): T {
   return found;
 }
 
-const main = new WorkingContext({
-  prefix: new PrefixContext({ systemPrompt: 'You are a travel planner. Answer briefly.' }),
-  messages: [
-    { role: 'user', content: 'Plan three days in Lisbon.' },
-    { role: 'assistant', content: 'Day 1 Alfama, day 2 Belém, day 3 Sintra.' },
-    { role: 'user', content: 'Swap Sintra for Cascais.' },
-    { role: 'assistant', content: 'Done: day 3 is Cascais.' },
-  ],
-  scratchpad: { city: 'Lisbon', days: 3 },
-  limit: 8000,
-});
-let fork: WorkingContext | null = null;
-let forkReplies = 0;
+const counter = createTokenCounter({ encoding: 'o200k_base', worker: 'shared' });
+const tabula = await openTabula({ name: 'tabula-demo', userId: 'demo-user', tokenCounter: counter });
+let session: Session | null = null;
+let detach: (() => void)[] = [];
 
-function renderMessages(list: HTMLOListElement, messages: readonly Message[]): void {
+const status = (text: string) => (element('status').textContent = text);
+
+async function renderSessions(): Promise<void> {
+  const list = await tabula.sessions();
+  element('sessions').replaceChildren(
+    ...list.map((info) => {
+      const item = document.createElement('li');
+      const button = document.createElement('button');
+      button.type = 'button';
+      button.textContent = `${info.sessionId} (${info.messageCount})`;
+      button.setAttribute('aria-current', String(info.sessionId === session?.sessionId));
+      button.addEventListener('click', () => void open(info.sessionId));
+      item.append(button);
+      return item;
+    }),
+  );
+  const storage = await tabula.storage();
+  element('storage').textContent = storage.quota > 0 ? `${(storage.usage / 1024).toFixed(0)} KiB used of ${(storage.quota / 2 ** 30).toFixed(1)} GiB` : '';
+}
+
+async function renderTranscript(): Promise<void> {
+  if (!session) return;
+  const messages = await session.messages({ last: 200 });
+  const list = element('transcript');
   list.replaceChildren(
     ...messages.map((message) => {
       const item = document.createElement('li');
-      const role = document.createElement('span');
-      role.className = 'role';
-      role.textContent = message.role;
-      item.append(role, messageText(message) || '(tool call)');
+      item.dataset.role = message.role;
+      item.dataset.status = message.status;
+      item.textContent = typeof message.content === 'string' ? message.content : '';
+      return item;
+    }),
+  );
+  list.scrollTop = list.scrollHeight;
+  const tokens = await session.tokens();
+  element('tokens').textContent = `${messages.length} messages · ${tokens} tokens (${counter.name})`;
+}
+
+async function renderNotes(): Promise<void> {
+  if (!session) return;
+  const notes = (await session.notes()).slice(-20);
+  element('notes').replaceChildren(
+    ...notes.map((note) => {
+      const item = document.createElement('li');
+      item.textContent = `${new Date(note.at).toLocaleTimeString()} ${note.text}`;
       return item;
     }),
   );
 }
 
-async function render(): Promise<void> {
-  renderMessages(element('main-messages'), main.messages);
-  element('main-meta').textContent = `${main.messages.length} messages · ~${await main.tokens()} tokens (estimate) · scratchpad ${JSON.stringify(main.scratchpad())}`;
+function renderBoard(): void {
+  if (!session) return;
+  const board = session.blackboard;
+  const rows = board.keys().flatMap((key) => {
+    const dt = document.createElement('dt');
+    dt.textContent = key;
+    const dd = document.createElement('dd');
+    dd.textContent = JSON.stringify(board.get(key));
+    const remove = document.createElement('button');
+    remove.type = 'button';
+    remove.textContent = '×';
+    remove.title = `Delete ${key}`;
+    remove.addEventListener('click', () => board.delete(key));
+    return [dt, dd, remove];
+  });
+  element('board').replaceChildren(...rows);
+}
 
-  const turns = Math.max(0, Number(element<HTMLInputElement>('turns').value) || 0);
-  renderMessages(element('slice-messages'), main.slice(lastTurns(turns)).messages);
+function refresh(): void {
+  Promise.all([renderTranscript(), renderNotes(), renderSessions()]).catch((error: unknown) => status(String(error)));
+}
 
-  element<HTMLButtonElement>('fork-reply').disabled = fork === null;
-  element<HTMLButtonElement>('merge').disabled = fork === null;
-  if (fork) {
-    renderMessages(element('fork-messages'), fork.messages);
-    element('fork-meta').textContent = `${fork.messages.length} messages · scratchpad ${JSON.stringify(fork.scratchpad())}`;
-    const diff = fork.diff(main);
-    element('diff').textContent = JSON.stringify(
-      {
-        messagesAdded: diff.messagesAdded.map(messageText),
-        messagesRemoved: diff.messagesRemoved.map(messageText),
-        scratchpadChanges: diff.scratchpadChanges,
-        prefixChanged: diff.prefixChanged,
+async function open(sessionId: string): Promise<void> {
+  for (const stop of detach) stop();
+  detach = [];
+  await session?.close();
+  session = await tabula.session(sessionId);
+  location.hash = encodeURIComponent(sessionId);
+  element('chat-title').textContent = sessionId;
+  detach.push(session.subscribe(refresh));
+  await session.blackboard.whenLoaded;
+  detach.push(session.blackboard.observe(renderBoard));
+  renderBoard();
+  refresh();
+}
+
+async function send(text: string): Promise<void> {
+  if (!session) return;
+  const current = session;
+  status('The agent is replying…');
+  try {
+    await current.run(
+      async (ctx) => {
+        await ctx.append({ role: 'user', content: text });
+        const turn = respond(text, current.blackboard, { messages: await current.messageCount(), tokens: await current.tokens() }, ctx.signal);
+        await ctx.note(`turn ${ctx.visit}: ${turn.note}`);
+        const reply = await current.stream({ role: 'assistant', name: 'agent' });
+        try {
+          for await (const word of turn.words) reply.write(word);
+        } catch (error) {
+          await reply.abort();
+          throw error;
+        }
+        await reply.done();
+        ctx.set('turns', ((ctx.get('turns') as number | undefined) ?? 0) + 1);
       },
-      null,
-      2,
+      { scope: 'chat' },
     );
+    status(`Done. Turns so far: ${JSON.stringify(((await current.state()).context).turns ?? 0)}.`);
+  } catch (error) {
+    status(isTabulaError(error, 'run/interrupted') ? 'Stopped. What was written so far is kept.' : `Error: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
 
-function rerender(): void {
-  render().catch((error: unknown) => {
-    element('diff').textContent = `Error: ${error instanceof Error ? error.message : String(error)}`;
-  });
-}
-
-element<HTMLFormElement>('append-main').addEventListener('submit', (event) => {
+element<HTMLFormElement>('composer').addEventListener('submit', (event) => {
   event.preventDefault();
-  const form = event.currentTarget as HTMLFormElement;
-  const input = form.elements.namedItem('text') as HTMLInputElement;
-  main.append({ role: 'user', content: input.value });
+  const input = (event.currentTarget as HTMLFormElement).elements.namedItem('text') as HTMLInputElement;
+  const text = input.value;
   input.value = '';
-  rerender();
+  void send(text);
 });
 
-element('fork').addEventListener('click', () => {
-  fork = main.fork();
-  forkReplies = 0;
-  rerender();
+// Stop works from any tab: interrupt() reaches the tab whose run holds the session.
+element('stop').addEventListener('click', () => {
+  void session?.interrupt('stopped by the user').then((stopped) => {
+    if (!stopped) status('Nothing to stop: no turn is running in any tab.');
+  });
 });
 
-element('fork-reply').addEventListener('click', () => {
-  if (!fork) return;
-  forkReplies += 1;
-  fork.append({ role: 'assistant', content: `Alternative plan #${forkReplies}: add a day trip to Óbidos.` });
-  fork.set('days', 3 + forkReplies);
-  rerender();
+element<HTMLFormElement>('board-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  if (!session) return;
+  const form = event.currentTarget as HTMLFormElement;
+  const key = (form.elements.namedItem('key') as HTMLInputElement).value.trim();
+  const raw = (form.elements.namedItem('value') as HTMLInputElement).value;
+  let value: JsonValue = raw;
+  try {
+    value = JSON.parse(raw) as JsonValue;
+  } catch {
+    // Not JSON: keep it as text.
+  }
+  session.blackboard.set(key, value);
+  form.reset();
 });
 
-element('merge').addEventListener('click', () => {
-  if (!fork) return;
-  main.merge(fork, { mode: 'union' });
-  rerender();
+element('new-chat').addEventListener('click', () => void open(`chat-${Date.now().toString(36)}`));
+
+void counter.ready.then((mode) => {
+  element('counter-mode').textContent = `tokenizer in ${mode === 'in-thread' ? 'this tab' : `a ${mode} worker`}${counter.fallbackReason ? ` (${counter.fallbackReason})` : ''}`;
 });
 
-element('turns').addEventListener('input', rerender);
-
-rerender();
+await open(decodeURIComponent(location.hash.slice(1)) || 'welcome');
+(window as unknown as { demoReady: boolean }).demoReady = true;

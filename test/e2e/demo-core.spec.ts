@@ -3,7 +3,7 @@ import { expect, test } from '@playwright/test';
 test('the demo builds, forks, slices and diffs a working context', async ({ page }) => {
   const errors: string[] = [];
   page.on('pageerror', (error) => errors.push(error.message));
-  await page.goto('/');
+  await page.goto('/playground.html');
 
   const main = page.getByTestId('main-messages').locator('li');
   await expect(main).toHaveCount(4);
