@@ -7,7 +7,7 @@
  *    time before and after compaction.
  */
 import type { Page } from '@playwright/test';
-import { startBenchBrowser } from './lib/browser.js';
+import { callPage, startBenchBrowser } from './lib/browser.js';
 import { quantile, summarise } from './lib/measure.js';
 import { report } from './lib/report.js';
 
@@ -15,9 +15,7 @@ const PINGS = Number(process.env.PINGS ?? 300);
 const KEYS = Number(process.env.KEYS ?? 10_000);
 const UPDATES = Number(process.env.UPDATES ?? 100_000);
 
-type Bench = Record<string, (...args: unknown[]) => unknown>;
-const call = <T>(page: Page, method: string, ...args: unknown[]): Promise<T> =>
-  page.evaluate(([m, a]) => (window as unknown as { bench: Bench }).bench[m]!(...a), [method, args] as const) as Promise<T>;
+const call = callPage;
 
 async function waitFor(page: Page, method: string, i: number): Promise<number> {
   for (let tries = 0; tries < 2000; tries++) {

@@ -7,17 +7,14 @@
  *    event in tab A (one way, clocks of two tabs of one browser), and the
  *    full round trip until B's interrupt() resolves (A's acknowledgement).
  */
-import type { Page } from '@playwright/test';
-import { startBenchBrowser } from './lib/browser.js';
+import { callPage, startBenchBrowser } from './lib/browser.js';
 import { summarise } from './lib/measure.js';
 import { report } from './lib/report.js';
 
 const GATE_RUNS = 200;
 const INTERRUPTS = 100;
 
-type Bench = Record<string, (...args: unknown[]) => unknown>;
-const call = <T>(page: Page, method: string, ...args: unknown[]): Promise<T> =>
-  page.evaluate(([m, a]) => (window as unknown as { bench: Bench }).bench[m]!(...a), [method, args] as const) as Promise<T>;
+const call = callPage;
 
 const env = await startBenchBrowser();
 try {

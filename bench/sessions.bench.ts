@@ -6,7 +6,7 @@
  * 2. Open a session of 100k messages and read its last 50: Tabula vs raw
  *    IndexedDB (reverse cursor, 50 rows). Goal: within 1.5× of raw.
  */
-import { startBenchBrowser } from './lib/browser.js';
+import { callPage, startBenchBrowser } from './lib/browser.js';
 import { summarise } from './lib/measure.js';
 import { report, type BenchRow } from './lib/report.js';
 
@@ -28,10 +28,7 @@ const env = await startBenchBrowser();
 try {
   const page = await env.open('/bench/pages/sessions.html');
   const call = <K extends keyof PageBench>(method: K, ...args: Parameters<PageBench[K]>) =>
-    page.evaluate(
-      ([m, a]) => (window as unknown as { bench: Record<string, (...x: unknown[]) => unknown> }).bench[m]!(...a),
-      [method, args] as const,
-    ) as ReturnType<PageBench[K]>;
+    callPage(page, method, ...args) as ReturnType<PageBench[K]>;
 
   const rows: BenchRow[] = [];
   const appendMedians = new Map<number, number>();

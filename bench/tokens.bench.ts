@@ -10,15 +10,12 @@
  * 4. First count latency (worker start + encoding load): shared vs
  *    dedicated, and a second tab joining a running shared worker.
  */
-import type { Page } from '@playwright/test';
-import { startBenchBrowser } from './lib/browser.js';
+import { callPage, startBenchBrowser } from './lib/browser.js';
 import { summarise } from './lib/measure.js';
 import { report, type BenchRow } from './lib/report.js';
 
 const MB = 1024 * 1024;
-type Bench = Record<string, (...args: unknown[]) => unknown>;
-const call = <T>(page: Page, method: string, ...args: unknown[]): Promise<T> =>
-  page.evaluate(([m, a]) => (window as unknown as { bench: Bench }).bench[m]!(...a), [method, args] as const) as Promise<T>;
+const call = callPage;
 
 interface Start {
   firstCountMs: number;

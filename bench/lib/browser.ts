@@ -8,6 +8,14 @@ import { fileURLToPath } from 'node:url';
 import { createServer, type ViteDevServer } from 'vite';
 import { chromiumLaunchOptions, missingChromiumMessage } from '../../scripts/chromium.mjs';
 
+/** Calls `window.bench[method](...args)` in a benchmark page and returns its result. */
+export function callPage<T>(page: Page, method: string, ...args: unknown[]): Promise<T> {
+  return page.evaluate(
+    ([m, a]) => (window as unknown as { bench: Record<string, (...x: unknown[]) => unknown> }).bench[m]!(...a),
+    [method, args] as const,
+  ) as Promise<T>;
+}
+
 export interface BenchBrowser {
   readonly browser: Browser;
   readonly context: BrowserContext;

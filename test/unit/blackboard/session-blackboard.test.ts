@@ -2,9 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { persistDoc } from '../../../src/blackboard/persistence.js';
 import { blackboardDatabaseName, type BlackboardChange } from '../../../src/index.js';
 import * as Y from 'yjs';
-import { freshTabula, uniqueName } from '../store/helpers.js';
+import { freshTabula, uniqueName, waitFor } from '../store/helpers.js';
 
-const later = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** What the blackboard database holds: its row count, bytes, and the board it loads into. */
 async function stored(name: string): Promise<{ rows: number; bytes: number; board: Record<string, unknown> }> {
@@ -59,7 +58,7 @@ describe('session.blackboard', () => {
     const seen: BlackboardChange[] = [];
     b.blackboard.observe((changes) => seen.push(...changes));
     a.blackboard.set('from', 'A');
-    for (let i = 0; i < 100 && !b.blackboard.has('from'); i++) await later(5);
+    await waitFor(() => b.blackboard.has('from'));
     expect(b.blackboard.get('from')).toBe('A');
     expect(seen).toContainEqual({ key: 'from', value: 'A', origin: 'tab' });
     await tabA.close();

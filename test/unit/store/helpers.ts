@@ -15,3 +15,12 @@ export async function freshTabula(options: OpenTabulaOptions = {}): Promise<Tabu
   const tabula = await openTabula({ onError: (error) => reported.push(error), ...options, name: dbName });
   return Object.assign(tabula, { reported, dbName });
 }
+
+/** Polls `condition` every 5 ms until it holds; fails after `timeoutMs` (for events from another "tab"). */
+export async function waitFor(condition: () => boolean, timeoutMs = 2000): Promise<void> {
+  const start = Date.now();
+  while (!condition()) {
+    if (Date.now() - start > timeoutMs) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { lastTurns, tagged, type SessionChange } from '../../../src/index.js';
-import { freshTabula, uniqueName } from './helpers.js';
+import { freshTabula, uniqueName, waitFor } from './helpers.js';
 
 describe('session messages', () => {
   it('appends durably and returns stored messages with id, order, status and time', async () => {
@@ -115,11 +115,3 @@ describe('session messages', () => {
     await tabula.close();
   });
 });
-
-async function waitFor(condition: () => boolean, timeoutMs = 2000): Promise<void> {
-  const start = Date.now();
-  while (!condition()) {
-    if (Date.now() - start > timeoutMs) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
