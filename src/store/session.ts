@@ -5,8 +5,8 @@
  * returns. The handle holds no copy of the data: two handles, in one tab or
  * in several, always see the same session.
  *
- * Runs, streaming and the blackboard build on this module; they are not
- * part of it.
+ * The handle composes runs (runs.ts), streaming (stream.ts) and the
+ * blackboard (src/blackboard); their logic lives in those modules.
  */
 import type { z } from 'zod';
 import type { Blackboard } from '../blackboard/blackboard.js';
@@ -86,7 +86,7 @@ export interface Session {
   tokens(): Promise<number>;
   toContext(options?: { last?: number; scope?: ContextScope }): Promise<WorkingContext>;
   freeze(): Promise<FrozenContext>;
-  /** A persisted, independent copy under a new id: messages, prefix, state, journal and memory. */
+  /** A persisted, independent copy under a new id: messages, prefix, state, journal, memory and blackboard. */
   fork(sessionId: string, options?: { userId?: string }): Promise<Session>;
   checkpoint(label?: string): Promise<CheckpointInfo>;
   checkpoints(): Promise<CheckpointInfo[]>;
