@@ -169,8 +169,16 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
     case 'message.append': {
       // Appended before a clear or restore that has already been applied: that message is gone for good.
       if (op.order < row.clearedBefore) return false;
-      if (await db.messages.get([op.userId, op.sessionId, op.body.id])) return false;
-      await db.messages.add(messageRow(op, op.body));
+      // add() refuses an id that is already stored (a replay); Dexie keeps the transaction alive when
+      // the error is caught, so one request does what a get() and an add() did.
+      const added = await db.messages.add(messageRow(op, op.body)).then(
+        () => true,
+        (error: unknown) => {
+          if ((error as { name?: unknown }).name === 'ConstraintError') return false;
+          throw error;
+        },
+      );
+      if (!added) return false;
       row.messageCount += 1;
       invalidateTotals(row, op.order);
       break;
