@@ -258,7 +258,8 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
     const id = `c${++requestSeq}`;
     const progress = onProgress ? Comlink.proxy(onProgress) : undefined;
     const onAbort = () => {
-      void backend.then((b) => b.engine.cancel(id));
+      // A cancel that cannot be delivered (the worker is gone) has nothing left to stop.
+      backend.then((b) => b.engine.cancel(id)).catch(() => undefined);
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     try {

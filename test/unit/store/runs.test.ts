@@ -138,10 +138,12 @@ describe('session.run', () => {
       started.resolve();
       await new Promise((resolve, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error)));
     });
+    // Capture the outcome now: it may settle before the assertions below attach to it.
+    const outcome = running.then(() => null, (error: unknown) => error);
     await started.promise;
     expect(await session.interrupt('user pressed stop')).toBe(true);
-    await expect(running).rejects.toMatchObject({ code: 'run/interrupted' });
-    await expect(running).rejects.toThrow(/user pressed stop/);
+    expect(await outcome).toMatchObject({ code: 'run/interrupted' });
+    expect((await outcome as Error).message).toMatch(/user pressed stop/);
     expect((await session.state()).context).toEqual({});
     expect((await session.notes()).map((n) => n.text)).toEqual(['working']);
     expect((await session.runs())[0]!.status).toBe('interrupted');
@@ -163,10 +165,12 @@ describe('session.run', () => {
       await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
       return 'stopped cooperatively';
     });
+    // Capture the outcome now: it may settle before the assertions below attach to it.
+    const outcome = running.then(() => null, (error: unknown) => error);
     await started.promise;
     await expect(b.run(async () => 1, { wait: false })).rejects.toMatchObject({ code: 'run/busy' });
     expect(await b.interrupt('from tab B')).toBe(true);
-    await expect(running).rejects.toMatchObject({ code: 'run/interrupted' });
+    expect(await outcome).toMatchObject({ code: 'run/interrupted' });
     expect(await b.run(async () => 'B runs now')).toBe('B runs now');
     await tabA.close();
     await tabB.close();
@@ -184,7 +188,9 @@ describe('session.run', () => {
       },
       { signal: controller.signal },
     );
-    await expect(running).rejects.toMatchObject({ code: 'run/interrupted' });
+    // Capture the outcome now: it may settle before the assertions below attach to it.
+    const outcome = running.then(() => null, (error: unknown) => error);
+    expect(await outcome).toMatchObject({ code: 'run/interrupted' });
     expect((await session.state()).context).toEqual({});
     await expect(session.run(async () => 1, { signal: controller.signal })).rejects.toMatchObject({ code: 'run/interrupted' });
     await tabula.close();
