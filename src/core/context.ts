@@ -97,12 +97,14 @@ function multisetMinus(from: readonly Message[], subtract: readonly Message[]): 
   return out;
 }
 
-function freezeSnapshot(
+/** Builds a FrozenContext from its parts (validated messages, JSON values). Keys are sorted here. */
+export function freezeContext(
   prefix: PrefixContext,
   messages: readonly Message[],
   scratchpad: readonly (readonly [string, JsonValue])[],
   journalEntries: readonly unknown[],
 ): FrozenContext {
+  scratchpad = [...scratchpad].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   let key: string | undefined;
   const snapshot: FrozenContext = {
     prefix,
@@ -305,7 +307,7 @@ export class WorkingContext {
     const scratchpad = [...this.#scratchpad.keys()]
       .sort()
       .map((key) => [key, cloneJson(this.#scratchpad.get(key) as JsonValue)] as const);
-    return freezeSnapshot(this.#prefix, this.#messages, scratchpad, this.journal.view());
+    return freezeContext(this.#prefix, this.#messages, scratchpad, this.journal.view());
   }
 
   /** Tokens of the prefix and the messages, by the configured counter. */

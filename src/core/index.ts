@@ -33,6 +33,8 @@ export {
 } from './tokens.js';
 export type { TokenCounter } from './tokens.js';
 export { WorkingContext } from './context.js';
+export { fromFrozenData, toFrozenData } from './frozen-data.js';
+export type { FrozenContextData } from './frozen-data.js';
 export type { ContextDiff, FrozenContext, WorkingContextInit } from './context.js';
 export { ORDER_KEY, compareHlc, createHlc, formatHlc, hlcOf, parseHlc, subOrder } from './hlc.js';
 export type { HlcOptions, HlcTimestamp, HybridLogicalClock } from './hlc.js';

@@ -1,10 +1,10 @@
 /**
  * The pure core in a real browser: its own suite runs here too (see
- * vite.config.ts); this file checks what only a browser can: data of a
- * frozen context crossing a real MessageChannel and rebuilding equal.
+ * vite.config.ts); this file checks what only a browser can: a frozen
+ * context crossing a real MessageChannel as data and rebuilding equal.
  */
 import { describe, expect, it } from 'vitest';
-import { PrefixContext, WorkingContext, lastTurns, type FrozenContext, type Message } from '../../src/core/index.js';
+import { PrefixContext, WorkingContext, fromFrozenData, lastTurns, toFrozenData } from '../../src/core/index.js';
 
 function postThroughChannel<T>(value: T): Promise<T> {
   const channel = new MessageChannel();
@@ -24,7 +24,7 @@ describe('core in Chromium', () => {
     expect(navigator.userAgent).toMatch(/Chrome/);
   });
 
-  it('a frozen context crosses a MessageChannel and rebuilds equal', async () => {
+  it('a frozen context crosses a MessageChannel as data and rebuilds equal', async () => {
     const ctx = new WorkingContext({
       prefix: new PrefixContext({ systemPrompt: 'You plan trips.' }),
       messages: [
@@ -35,17 +35,8 @@ describe('core in Chromium', () => {
       scratchpad: { plan: { days: 3, cities: ['Paris'] } },
     });
     const frozen = ctx.freeze();
-    // Structured clone copies data, not classes or methods: send the axes as data.
-    const data = await postThroughChannel({
-      systemPrompt: frozen.prefix.systemPrompt,
-      messages: frozen.messages as Message[],
-      scratchpad: Object.fromEntries(frozen.scratchpad),
-    });
-    const rebuilt: FrozenContext = new WorkingContext({
-      prefix: new PrefixContext({ systemPrompt: data.systemPrompt }),
-      messages: data.messages,
-      scratchpad: data.scratchpad,
-    }).freeze();
+    // Structured clone copies data, not classes or methods: send the data form, rebuild on arrival.
+    const rebuilt = fromFrozenData(await postThroughChannel(toFrozenData(frozen)));
     expect(rebuilt.equals(frozen)).toBe(true);
     expect(rebuilt.key()).toBe(frozen.key());
     expect(WorkingContext.fromFrozen(rebuilt).slice(lastTurns(1)).messages).toHaveLength(3);

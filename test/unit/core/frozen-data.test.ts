@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { PrefixContext, WorkingContext, fromFrozenData, isTabulaError, toFrozenData } from '../../../src/core/index.js';
+
+describe('frozen context as data', () => {
+  const source = () => {
+    const ctx = new WorkingContext({
+      prefix: new PrefixContext({ systemPrompt: 'p', grounding: [{ role: 'user', content: 'doc' }], schemaBlock: 'json' }),
+      messages: [
+        { role: 'user', content: 'q', name: 'ann' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+      ],
+      scratchpad: { zeta: { n: [1] }, alpha: 'a' },
+    });
+    ctx.journal.record({ by: 'agent', did: 'x' });
+    return ctx.freeze();
+  };
+
+  it('survives structuredClone and JSON, and rebuilds an equal, frozen snapshot', () => {
+    const frozen = source();
+    for (const carried of [structuredClone(toFrozenData(frozen)), JSON.parse(JSON.stringify(toFrozenData(frozen))) as unknown]) {
+      const rebuilt = fromFrozenData(carried);
+      expect(rebuilt.equals(frozen)).toBe(true);
+      expect(rebuilt.key()).toBe(frozen.key());
+      expect(Object.isFrozen(rebuilt.messages[0])).toBe(true);
+      expect(Object.isFrozen((rebuilt.scratchpad[1]![1] as { n: number[] }).n)).toBe(true);
+      expect(WorkingContext.fromFrozen(rebuilt).messages).toHaveLength(2);
+    }
+  });
+
+  it('refuses malformed data, naming the part', () => {
+    const data = toFrozenData(source());
+    const bad = [
+      [null, /must be an object/],
+      [{ ...data, messages: 'x' }, /needs prefix/],
+      [{ ...data, messages: [{ role: 'user' }] }, /frozen context messages\[0\].*content/],
+      [{ ...data, scratchpad: [['k']] }, /scratchpad\[0\] must be a \[key, value\] pair/],
+      [{ ...data, scratchpad: [['k', Number.NaN]] }, /scratchpad key "k"/],
+    ] as const;
+    for (const [value, message] of bad) {
+      try {
+        fromFrozenData(value);
+        expect.unreachable();
+      } catch (error) {
+        expect(isTabulaError(error, 'schema/invalid') || isTabulaError(error, 'argument/invalid')).toBe(true);
+        expect((error as Error).message).toMatch(message);
+      }
+    }
+  });
+});
