@@ -63,10 +63,6 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
 
   const write = (what: string, build: Parameters<typeof commit<void>>[4]) => commit(store, userId, sessionId, `${what} in ${where}`, build);
 
-  const requireRow = (row: unknown) => {
-    if (!row) throw new TabulaError('session/not-found', `Session "${sessionId}" of user "${userId}" no longer exists; open it again with tabula.session().`);
-  };
-
   return {
     async get<T extends JsonValue>(key: string): Promise<T | undefined> {
       checkKey(key);
@@ -85,14 +81,14 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
       checkKey(key);
       const checked = checkValue(key, value);
       await write(`set key "${key}"`, async (tx) => {
-        requireRow(tx.row());
+        tx.existing();
         await tx.emit('memory.set', { scope, key, value: checked });
       });
     },
     async delete(key) {
       checkKey(key);
       await write(`delete key "${key}"`, async (tx) => {
-        requireRow(tx.row());
+        tx.existing();
         await tx.emit('memory.delete', { scope, key });
       });
     },
@@ -101,7 +97,7 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
     },
     async clear() {
       await write('clear', async (tx) => {
-        requireRow(tx.row());
+        tx.existing();
         const rows = await store.db.memory.where('[userId+sessionId+scope]').equals([userId, sessionId, scope]).toArray();
         for (const row of rows) if (!row.deleted) await tx.emit('memory.delete', { scope, key: row.key });
       });

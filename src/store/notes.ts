@@ -29,7 +29,7 @@ export async function addNote(
 ): Promise<void> {
   if (!checkNote(text)) return;
   await commit(store, target.userId, target.sessionId, `add a note (${target.label})`, async (tx) => {
-    if (!tx.row()) throw new TabulaError('session/not-found', `${target.label} no longer exists; open it again with tabula.session().`);
+    tx.existing();
     await tx.emit('note.add', { text, runId: origin.runId, scope: origin.scope, at: Date.now() });
   });
 }

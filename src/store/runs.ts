@@ -14,9 +14,10 @@
  * should pass it on (fetch, streams) and return or throw promptly.
  */
 import type { z } from 'zod';
-import { TabulaError, describeIssues } from '../core/errors.js';
+import { TabulaError } from '../core/errors.js';
 import { assertJsonValue, cloneJson, type JsonValue } from '../core/json.js';
 import type { Message } from '../core/message.js';
+import { checkContextSchema } from './context-schema.js';
 import { newId } from './ids.js';
 import { checkScope, createMemory } from './memory.js';
 import { addNote } from './notes.js';
@@ -88,8 +89,7 @@ export function createRunner(deps: RunnerDeps) {
   /** Records the start: visit and attempt, and the context the run reads from. */
   const start = (runId: string, scope: string) =>
     commit(store, userId, sessionId, `start run ${runId} (${label})`, async (tx) => {
-      const row = tx.row();
-      if (!row) throw new TabulaError('session/not-found', `${label} no longer exists; open it again with tabula.session().`);
+      const row = tx.existing();
       // We hold the session's lock: any run still marked running was left by a tab that is gone.
       const leftOver = await db.runs.where('[userId+sessionId+status]').equals([userId, sessionId, 'running']).toArray();
       for (const run of leftOver) await db.runs.put({ ...run, status: 'abandoned', endedAt: run.endedAt ?? Date.now() });
@@ -104,26 +104,18 @@ export function createRunner(deps: RunnerDeps) {
       return { record, context: cloneJson(row.state.context) };
     });
 
-  const validateContext = (runId: string, context: Record<string, JsonValue>) => {
-    if (!contextSchema) return;
-    const result = contextSchema.safeParse(context);
-    if (!result.success) {
-      const issues = result.error.issues.map((issue) => ({ ...issue, path: ['context', ...issue.path] }));
-      throw new TabulaError(
-        'schema/invalid',
-        `Run ${runId} was rolled back: its context changes do not match the session's contextSchema: ${describeIssues(issues)}. Nothing of its context was saved; notes, memory and messages stay.`,
-        { issues: result.error.issues },
-      );
-    }
-  };
-
   /** Ends the run: commits the buffered context (on success) and the final status in one transaction. */
   const finish = (record: RunRow, status: RunRow['status'], changes: Map<string, JsonValue> | null) =>
     commit(store, userId, sessionId, `finish run ${record.runId} (${label})`, async (tx) => {
       const row: SessionRow | undefined = tx.row();
       if (row && changes && changes.size > 0) {
         const context = { ...row.state.context, ...Object.fromEntries(changes) };
-        validateContext(record.runId, context);
+        checkContextSchema(
+          contextSchema,
+          context,
+          `Run ${record.runId} was rolled back: its context changes`,
+          ' Nothing of its context was saved; notes, memory and messages stay.',
+        );
         await tx.emit('state.save', { version: row.version + 1, patch: { context } });
       }
       await db.runs.put({ ...record, status, endedAt: Date.now() });

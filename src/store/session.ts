@@ -29,6 +29,7 @@ import { createRunner, type RunContext, type RunOptions } from './runs.js';
 import { openStream, type MessageStream, type StreamInit } from './stream.js';
 import { checkRow, sessionRange, type SessionRow } from './schema.js';
 import { toStoredMessage, toWireMessage } from './stored.js';
+import { checkContextSchema } from './context-schema.js';
 import { countSessionTokens } from './session-tokens.js';
 import type {
   CheckpointInfo,
@@ -41,7 +42,7 @@ import type {
   SessionStatePatch,
   StoredMessage,
 } from './types.js';
-import { assertOpen, commit, type Emitter, type StoreContext } from './writer.js';
+import { assertOpen, commit, sessionNotFound, type Emitter, type StoreContext } from './writer.js';
 
 /** The persisted journal of a session: a MutationJournal whose entries and watermark survive reloads. */
 export interface SessionJournal {
@@ -144,14 +145,6 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     if (closed) throw new TabulaError('storage/closed', `This handle of ${label} is closed; get a new one with tabula.session().`);
   };
 
-  const notFound = () =>
-    new TabulaError('session/not-found', `${label} no longer exists (deleted here or in another tab); open it again with tabula.session() to start afresh.`);
-
-  const requireRow = (row: SessionRow | undefined): SessionRow => {
-    if (!row) throw notFound();
-    return row;
-  };
-
   const write = <T>(what: string, build: (tx: Emitter) => Promise<T>): Promise<T> => {
     ensureOpen();
     return commit(store, userId, sessionId, `${what} (${label})`, build);
@@ -169,7 +162,8 @@ export function createSessionHandle(init: SessionHandleInit): Session {
   const readRow = async (): Promise<SessionRow> => {
     const key: [string, string] = [userId, sessionId];
     const row = await read('read the session', () => db.sessions.get(key));
-    return checkRow('sessions', key, requireRow(row));
+    if (!row) throw sessionNotFound(userId, sessionId);
+    return checkRow('sessions', key, row);
   };
 
   const messageRows = () => db.messages.where('[userId+sessionId+order]').between(...sessionRange(userId, sessionId));
@@ -184,20 +178,11 @@ export function createSessionHandle(init: SessionHandleInit): Session {
   };
 
   const journalRows = () => db.journal.where('[userId+sessionId+order]').between(...sessionRange(userId, sessionId));
+  const noteRows = () => db.notes.where('[userId+sessionId+order]').between(...sessionRange(userId, sessionId));
 
   const readJournal = async (offset = 0): Promise<JsonValue[]> => {
     const rows = await read('read the journal', () => journalRows().offset(offset).toArray());
     return rows.map((row) => checkRow('journal', row.id, row).entry);
-  };
-
-  const checkContext = (context: Record<string, JsonValue>): void => {
-    if (!contextSchema) return;
-    const result = contextSchema.safeParse(context);
-    if (!result.success) {
-      throw new TabulaError('schema/invalid', `save() for ${label}: state.context does not match the session's contextSchema: ${describeIssues(result.error.issues.map((i) => ({ ...i, path: ['context', ...i.path] })))}.`, {
-        issues: result.error.issues,
-      });
-    }
   };
 
   const checkPatch = (patch: unknown, where: string): SessionStatePatch => {
@@ -218,7 +203,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
         { issues: result.error.issues },
       );
     }
-    if (result.data.context) checkContext(result.data.context);
+    if (result.data.context) checkContextSchema(contextSchema, result.data.context, `save() for ${label}: state.context`);
     return result.data;
   };
 
@@ -243,7 +228,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
         const [messages, journal, notes, memory] = await Promise.all([
           messageRows().toArray(),
           journalRows().toArray(),
-          db.notes.where('[userId+sessionId+order]').between(...sessionRange(userId, sessionId)).toArray(),
+          noteRows().toArray(),
           db.memory.where('[userId+sessionId+scope]').between(...sessionRange(userId, sessionId)).toArray(),
         ]);
         return {
@@ -292,7 +277,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
       const parsed = list.map((message, index) => parseMessage(message, `append() to ${label}: message[${index}]`));
       if (parsed.length === 0) return [];
       return write(`append ${parsed.length} message(s)`, async (tx) => {
-        requireRow(tx.row());
+        tx.existing();
         const stored: StoredMessage[] = [];
         for (const message of parsed) {
           const op = await tx.emit('message.append', { id: newId(), createdAt: Date.now(), status: 'complete', message });
@@ -320,7 +305,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     async setPrefix(prefix) {
       const data = toPrefixData(prefix);
       await write('set the prefix', async (tx) => {
-        requireRow(tx.row());
+        tx.existing();
         await tx.emit('prefix.set', { prefix: data });
       });
     },
@@ -339,7 +324,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
         });
         if (entries.length === 0) return;
         await write('record journal entries', async (tx) => {
-          requireRow(tx.row());
+          tx.existing();
           await tx.emit('journal.append', { entries });
         });
       },
@@ -348,7 +333,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
       },
       async markCommitted() {
         await write('commit the journal', async (tx) => {
-          const row = requireRow(tx.row());
+          const row = tx.existing();
           await tx.emit('journal.commit', { watermark: row.journalCount });
         });
       },
@@ -368,18 +353,18 @@ export function createSessionHandle(init: SessionHandleInit): Session {
         throw new TabulaError('argument/invalid', `save({ expectedVersion }) takes the version number read from state(), got ${JSON.stringify(expectedVersion)}.`);
       }
       return write('save state', async (tx) => {
-        const row = requireRow(tx.row());
+        const row = tx.existing();
         if (expectedVersion !== undefined && row.version !== expectedVersion) {
           checked = resolveConflict(onConflict, toState(row), checked, expectedVersion);
         }
         await tx.emit('state.save', { version: row.version + 1, patch: checked });
-        return toState(requireRow(tx.row()));
+        return toState(tx.existing());
       });
     },
 
     async clearContext() {
       await write('clear the context', async (tx) => {
-        requireRow(tx.row());
+        tx.existing();
         await tx.emit('session.clear', {});
       });
     },
@@ -390,7 +375,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     },
 
     async notes() {
-      const rows = await read('read notes', () => db.notes.where('[userId+sessionId+order]').between(...sessionRange(userId, sessionId)).toArray());
+      const rows = await read('read notes', () => noteRows().toArray());
       return rows.map((row) => checkRow('notes', row.id, row)).map(({ id, text, runId, scope, at }) => Object.freeze({ id, text, runId, scope, at }));
     },
 
@@ -453,7 +438,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
         throw new TabulaError('argument/invalid', 'checkpoint(label) takes a string label or nothing.');
       }
       return write('create a checkpoint', async (tx) => {
-        const row = requireRow(tx.row());
+        const row = tx.existing();
         const rows = await messageRows().toArray();
         const id = newId();
         const at = Date.now();
@@ -478,7 +463,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
 
     async restore(checkpointId) {
       await write('restore a checkpoint', async (tx) => {
-        const row = requireRow(tx.row());
+        const row = tx.existing();
         const checkpoint = await db.checkpoints.get(checkpointId);
         if (!checkpoint || checkpoint.userId !== userId || checkpoint.sessionId !== sessionId) {
           throw new TabulaError('checkpoint/not-found', `${label} has no checkpoint ${JSON.stringify(checkpointId)}; list them with session.checkpoints().`);

@@ -70,14 +70,11 @@ export async function openStream(deps: StreamDeps, init: StreamInit): Promise<Me
   });
 
   const write = <T>(what: string, build: Parameters<typeof commit<T>>[4]) => commit(store, userId, sessionId, `${what} (${label})`, build);
-  const requireSession = (row: unknown) => {
-    if (!row) throw new TabulaError('session/not-found', `${label} no longer exists; the stream ${id} cannot be saved.`);
-  };
 
   let first;
   try {
     first = await write('start a streamed message', async (tx) => {
-      requireSession(tx.row());
+      tx.existing();
       return tx.emit('message.append', { id, createdAt: Date.now(), status: 'streaming', message: base });
     });
   } catch (error) {
@@ -100,7 +97,7 @@ export async function openStream(deps: StreamDeps, init: StreamInit): Promise<Me
     const content = text;
     try {
       await write('flush a streamed message', async (tx) => {
-        requireSession(tx.row());
+        tx.existing();
         await tx.emit('message.update', { id, status: 'streaming', message: { ...base, content } });
       });
       flushedText = content;
@@ -131,7 +128,7 @@ export async function openStream(deps: StreamDeps, init: StreamInit): Promise<Me
       await flushing;
       const message = parseMessage({ ...base, content: text, ...final }, `the final message of stream ${id}`);
       await write(status === 'complete' ? 'complete a streamed message' : 'interrupt a streamed message', async (tx) => {
-        requireSession(tx.row());
+        tx.existing();
         await tx.emit('message.update', { id, status, message });
       });
       return toStoredMessage({ id, order, status, createdAt, message });

@@ -36,10 +36,20 @@ export interface StoreContext {
   closed: boolean;
 }
 
+/** The error for a session that is gone: deleted in this tab or another one. */
+export function sessionNotFound(userId: string, sessionId: string): TabulaError {
+  return new TabulaError(
+    'session/not-found',
+    `Session "${sessionId}" of user "${userId}" no longer exists (deleted here or in another tab); open it again with tabula.session() to start afresh.`,
+  );
+}
+
 /** Builds and applies ops inside a write transaction. */
 export interface Emitter {
   /** The session row as it is now in this transaction (undefined before session.create). */
   row(): SessionRow | undefined;
+  /** The session row; throws `session/not-found` when the session is gone. */
+  existing(): SessionRow;
   /** A fresh order key, after every op of the session so far. */
   nextOrder(): string;
   /** Makes an op with a fresh order key (after every op of the session), applies it, returns it. */
@@ -81,6 +91,10 @@ export async function commit<T>(
       };
       const emitter: Emitter = {
         row: () => slot.row,
+        existing() {
+          if (!slot.row) throw sessionNotFound(userId, sessionId);
+          return slot.row;
+        },
         nextOrder,
         async emit(kind, body, options = {}) {
           const order = options.order ?? nextOrder();
