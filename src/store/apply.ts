@@ -12,7 +12,6 @@ import { emptyStateFields, type Op, type OpBody } from '../core/ops.js';
 import { assertNever } from '../core/errors.js';
 import { sessionRange, tombstoneKey, type MessageRow, type SessionRow, type TabulaDb } from './schema.js';
 
-
 function wallMs(op: Op): number {
   return parseHlc(hlcOf(op.order)).wallMs;
 }
@@ -136,14 +135,12 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
     return true;
   }
   if (!existing) return false;
-  // Ops older than the session's creation belong to an earlier life of this id (before a delete).
+  // Ops older than the session's creation (a replayed delete, say) belong to an earlier life of this id.
   if (op.order < existing.createdOrder) return false;
   const row: SessionRow = existing;
 
   switch (op.kind) {
     case 'session.delete':
-      // A delete older than the session's creation belongs to an earlier life of this id.
-      if (op.order <= row.createdOrder) return false;
       await deleteSessionRows(db, op.userId, op.sessionId);
       await db.sessions.delete(slot.key);
       await db.meta.put({ key: tombstoneKey(op.userId, op.sessionId), value: op.order });

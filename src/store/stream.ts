@@ -120,13 +120,13 @@ export async function openStream(deps: StreamDeps, init: StreamInit): Promise<Me
   const finish = async (status: 'complete' | 'interrupted', final: Partial<Message>): Promise<StoredMessage> => {
     if (closed) throw new TabulaError('stream/closed', `Stream ${id} is already finished.`);
     // Checked before closing: a bad final field leaves the stream open to be finished correctly.
-    parseMessage({ ...base, content: text, ...final }, `the final message of stream ${id}`);
+    // Once closed, no write can change the text, so this is the message that gets stored.
+    const message = parseMessage({ ...base, content: text, ...final }, `the final message of stream ${id}`);
     closed = true;
     if (timer !== null) clearTimeout(timer);
     timer = null;
     try {
       await flushing;
-      const message = parseMessage({ ...base, content: text, ...final }, `the final message of stream ${id}`);
       await write(status === 'complete' ? 'complete a streamed message' : 'interrupt a streamed message', async (tx) => {
         tx.existing();
         await tx.emit('message.update', { id, status, message });

@@ -250,8 +250,9 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
     if (typeof text !== 'string') throw new TabulaError('argument/invalid', `countText() takes a string, got ${typeof text}.`);
     const { signal, onProgress } = opts;
     if (signal?.aborted) throw new TabulaError('tokens/aborted', 'Counting was aborted before it started.', { cause: signal.reason });
-    // Without progress or cancellation there is nothing to interleave: one call, no yields between chunks.
-    if ((text.length < LARGE_TEXT_CHARS && !onProgress) || (!onProgress && !signal)) {
+    // Without progress, and without a signal to honour on a large text, there is nothing to interleave:
+    // one call, no yields between chunks.
+    if (!onProgress && (!signal || text.length < LARGE_TEXT_CHARS)) {
       const { counts, exact } = await countTexts([text]);
       return { tokens: counts[0] as number, exact };
     }
