@@ -1,6 +1,6 @@
 /**
  * The published package works for a consumer that bundles it: a tiny app
- * imports 'tabula' from the built `dist/` (through the exports map, as an
+ * imports 'tabula-sdk' from the built `dist/` (through the exports map, as an
  * installed package would), Vite builds it, and in Chromium the token
  * counter runs in a real worker emitted by the consumer's build.
  */
@@ -27,13 +27,13 @@ test.beforeAll(async () => {
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'pipe' });
   rmSync(app, { recursive: true, force: true });
   mkdirSync(join(app, 'node_modules'), { recursive: true });
-  // Installed the way npm links a local package: node_modules/tabula → the repository.
-  symlinkSync(root, join(app, 'node_modules/tabula'), 'dir');
+  // Installed the way npm links a local package: node_modules/tabula-sdk → the repository.
+  symlinkSync(root, join(app, 'node_modules/tabula-sdk'), 'dir');
   writeFileSync(join(app, 'index.html'), '<!doctype html><meta charset="utf-8"><script type="module" src="./main.js"></script>');
   writeFileSync(
     join(app, 'main.js'),
     [
-      "import { createTokenCounter } from 'tabula';",
+      "import { createTokenCounter } from 'tabula-sdk';",
       'const run = (worker) => {',
       '  const counter = createTokenCounter({ worker });',
       '  return counter.ready.then(async (mode) => ({ mode, reason: counter.fallbackReason, tokens: await counter.countText("hello world, counted in a worker") }));',

@@ -32,8 +32,8 @@ describe('package', () => {
 
   it('resolves by package name from the built output, in plain Node', () => {
     const script = [
-      "const core = await import('tabula/core');",
-      "const root = await import('tabula');",
+      "const core = await import('tabula-sdk/core');",
+      "const root = await import('tabula-sdk');",
       "const ctx = new core.WorkingContext({ messages: [{ role: 'user', content: 'hi' }] });",
       'console.log(JSON.stringify([ctx.messages.length, root.WorkingContext === core.WorkingContext]));',
     ].join('\n');

@@ -1,6 +1,6 @@
 /**
  * Runs every ```ts block of the README, so the documented API cannot drift
- * from the real one. Imports of 'tabula' and 'tabula/core' are pointed at
+ * from the real one. Imports of 'tabula-sdk' and 'tabula-sdk/core' are pointed at
  * the sources; a line `expression; // => value` becomes a deep-equality
  * check. A block whose info string says `no-run` is skipped.
  */
@@ -19,8 +19,8 @@ interface Block {
 }
 
 const entries: Record<string, string> = {
-  'tabula/core': `${root}src/core/index.ts`,
-  tabula: `${root}src/index.ts`,
+  'tabula-sdk/core': `${root}src/core/index.ts`,
+  'tabula-sdk': `${root}src/index.ts`,
 };
 
 function extractBlocks(markdown: string): Block[] {
@@ -39,7 +39,7 @@ function extractBlocks(markdown: string): Block[] {
         checks++;
         body.push(`${check[1]}globalThis.__readmeCheck((${check[2]}), (${check[3]}), ${i + 1});`);
       } else {
-        body.push(line.replace(/from '(tabula(?:\/core)?)'/, (_m, name: string) => `from '${entries[name]}'`));
+        body.push(line.replace(/from '(tabula-sdk(?:\/core)?)'/, (_m, name: string) => `from '${entries[name]}'`));
       }
     }
     blocks.push({ line: start, code: `${body.join('\n')}\nexport {};\n`, checks });
