@@ -14,7 +14,7 @@ import * as decoding from 'lib0/decoding';
 import * as encoding from 'lib0/encoding';
 import * as syncProtocol from 'y-protocols/sync';
 import * as Y from 'yjs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { TabulaError, describeIssues } from '../core/errors.js';
 import { checkBlackboardUpdate } from './validate.js';
 

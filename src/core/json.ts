@@ -7,7 +7,7 @@
  * must name the exact path of a bad value (a `Date`, `NaN`, a cycle) and it
  * runs on every write; it is wrapped as a zod schema for the boundaries.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { TabulaError, formatPath, type ValidationIssue } from './errors.js';
 
 /** A value that survives `JSON.stringify` / `JSON.parse` unchanged. */

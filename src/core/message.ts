@@ -6,7 +6,7 @@
  * can share the same objects without copying. This module does not know
  * about order keys or storage status; the store adds those.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { TabulaError, describeIssues } from './errors.js';
 import { deepFreeze } from './json.js';
 

@@ -8,7 +8,7 @@
  * This module owns the op shapes and their zod schemas, shared by the
  * browser store, the sync client and the server. It does not apply ops.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { TabulaError, describeIssues } from './errors.js';
 import { ORDER_KEY } from './hlc.js';
 import { JsonValueSchema, type JsonValue } from './json.js';

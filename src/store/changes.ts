@@ -8,7 +8,7 @@
  * *that* something changed and which kinds of op did it; readers re-read
  * IndexedDB, which is the source of truth.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { TabulaError, describeIssues } from '../core/errors.js';
 import type { OpKind } from '../core/ops.js';
 

@@ -5,7 +5,7 @@
  * BroadcastChannel. Interrupts are runtime-only: nothing is stored, so an
  * interrupt sent to an idle session affects nothing later.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { TabulaError, describeIssues } from '../core/errors.js';
 import { newId } from './ids.js';
 import type { Locks } from './locks.js';

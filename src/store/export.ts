@@ -3,7 +3,7 @@
  * schema, so a file written today can be validated and imported later, in
  * another browser or on the server.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { TabulaError, describeIssues } from '../core/errors.js';
 import { JsonValueSchema } from '../core/json.js';
 import { MessageSchema } from '../core/message.js';

@@ -10,7 +10,7 @@
  * a new version with an upgrade function, never edits an old one.
  */
 import { Dexie, type EntityTable, type Table } from 'dexie';
-import { z } from 'zod';
+import * as z from 'zod';
 import { TabulaError, describeIssues } from '../core/errors.js';
 import { JsonValueSchema, type JsonValue } from '../core/json.js';
 import { MessageSchema, type Message } from '../core/message.js';

@@ -1,0 +1,128 @@
+// @ts-check
+/**
+ * Bundle-size budgets of the published entry points, measured the way an app
+ * would pay for them: esbuild bundles a one-line import of the built `dist/`
+ * (resolved through the exports map, as an installed package is), minified,
+ * tree-shaken, then gzipped. Run after `npm run build`; exits 1 over budget.
+ *
+ * What is counted: Tabula's code and its own dependencies (zod, comlink,
+ * lib0, y-indexeddb, gpt-tokenizer's code). What is not:
+ * - the tokenizer's encodings (`gpt-tokenizer/…/bpeRanks/*`, megabytes of
+ *   rank tables loaded by the token worker, priced separately);
+ * - the peer dependencies (yjs, y-protocols, dexie): the app installs them
+ *   and shares one copy with Tabula. Their share is printed next to the
+ *   budgeted figure, so the total an app ships is on screen too.
+ */
+import { build } from 'esbuild';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+
+/** Peer dependencies: the app's own copies, not Tabula's weight. */
+export const PEERS = ['yjs', 'y-protocols', 'dexie'];
+
+/** @typedef {{ name: string, code: string, budgetBytes: number }} Entry */
+
+/** @type {readonly Entry[]} */
+export const ENTRIES = [
+  { name: "import { WorkingContext } from 'tabula-sdk/core'", code: "export { WorkingContext } from 'tabula-sdk/core';", budgetBytes: 30 * 1024 },
+  { name: "import { openTabula } from 'tabula-sdk'", code: "export { openTabula } from 'tabula-sdk';", budgetBytes: 80 * 1024 },
+];
+
+/**
+ * @typedef {object} Measurement
+ * @property {string} name the import measured
+ * @property {number} budgetBytes gzip budget of `gzipBytes`
+ * @property {number} gzipBytes Tabula + its own dependencies, gzip, peers and encodings excluded
+ * @property {number} totalGzipBytes the same import with the peers bundled in too
+ */
+
+/** esbuild plugin: every encoding table becomes an empty module, so it weighs nothing. */
+const withoutEncodings = {
+  name: 'without-encodings',
+  /** @param {import('esbuild').PluginBuild} pluginBuild */
+  setup(pluginBuild) {
+    pluginBuild.onLoad({ filter: /[\\/]gpt-tokenizer[\\/].*[\\/]bpeRanks[\\/]/ }, () => ({ contents: 'export default [];', loader: 'js' }));
+  },
+};
+
+/**
+ * Gzipped size of one bundle.
+ * @param {string} code the consumer module
+ * @param {string} resolveDir where 'tabula-sdk' is resolved from
+ * @param {readonly string[]} external packages left out of the bundle
+ */
+async function gzipSize(code, resolveDir, external) {
+  const result = await build({
+    stdin: { contents: code, resolveDir, loader: 'js' },
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    write: false,
+    external: [...external],
+    plugins: [withoutEncodings],
+    logLevel: 'error',
+  });
+  const [output] = result.outputFiles;
+  if (!output) throw new Error(`esbuild produced no output for: ${code}`);
+  return gzipSync(output.contents, { level: 9 }).length;
+}
+
+/**
+ * Measures every entry against the package at `root` (its `dist/` must be built).
+ * @param {string} root directory of the package
+ * @returns {Promise<Measurement[]>}
+ */
+export async function measureBundles(root) {
+  const measurements = [];
+  for (const entry of ENTRIES) {
+    measurements.push({
+      name: entry.name,
+      budgetBytes: entry.budgetBytes,
+      gzipBytes: await gzipSize(entry.code, root, PEERS),
+      totalGzipBytes: await gzipSize(entry.code, root, []),
+    });
+  }
+  return measurements;
+}
+
+/**
+ * The measurements over budget, as messages; empty when all fit.
+ * @param {readonly Measurement[]} measurements
+ * @returns {string[]}
+ */
+export function overBudget(measurements) {
+  return measurements
+    .filter((m) => m.gzipBytes > m.budgetBytes)
+    .map((m) => `${m.name}: ${kb(m.gzipBytes)} gzip is over its budget of ${kb(m.budgetBytes)}.`);
+}
+
+/** @param {number} bytes */
+function kb(bytes) {
+  return `${(bytes / 1024).toFixed(1)} KB`;
+}
+
+/**
+ * The table printed by `npm run check:size`.
+ * @param {readonly Measurement[]} measurements
+ */
+export function formatTable(measurements) {
+  const rows = measurements.map((m) => `| \`${m.name}\` | ${kb(m.gzipBytes)} | ${kb(m.budgetBytes)} | ${kb(m.totalGzipBytes)} |`);
+  return [
+    '| import (esbuild, minified, gzip -9) | Tabula + its dependencies | budget | with the peers (yjs, y-protocols, dexie) |',
+    '|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const measurements = await measureBundles(fileURLToPath(new URL('..', import.meta.url)));
+  console.log(formatTable(measurements));
+  console.log('Tokenizer encodings are excluded (the token worker loads them).');
+  const failures = overBudget(measurements);
+  if (failures.length > 0) {
+    console.error(failures.join('\n'));
+    process.exit(1);
+  }
+}

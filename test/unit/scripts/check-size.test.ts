@@ -1,0 +1,50 @@
+/**
+ * The bundle-size check must be able to fail: a fixture package stands in
+ * for `tabula-sdk` so the measurement is exercised without racing the real
+ * build, and the peers are shown to be left out of the budgeted figure.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ENTRIES, formatTable, measureBundles, overBudget } from '../../../scripts/check-size.mjs';
+
+const fixture = fileURLToPath(new URL('../../.tmp/check-size/', import.meta.url));
+
+afterAll(() => rmSync(fixture, { recursive: true, force: true }));
+
+function writeFixture(coreBytes: number): void {
+  mkdirSync(fixture, { recursive: true });
+  writeFileSync(
+    `${fixture}package.json`,
+    JSON.stringify({ name: 'tabula-sdk', type: 'module', exports: { '.': './index.js', './core': './core.js' } }),
+  );
+  // Random hex does not compress below half its length, so the gzip size is known from below.
+  writeFileSync(`${fixture}core.js`, `export class WorkingContext { static blob = '${randomBytes(coreBytes / 2).toString('hex')}'; }\n`);
+  // The root entry uses yjs, a peer: it counts in the total, not in the budgeted figure.
+  writeFileSync(`${fixture}index.js`, "import * as Y from 'yjs';\nexport function openTabula() { return new Y.Doc(); }\n");
+}
+
+describe('check-size', () => {
+  it('budgets the two documented imports', () => {
+    expect(ENTRIES.map((entry) => [entry.name, entry.budgetBytes])).toEqual([
+      ["import { WorkingContext } from 'tabula-sdk/core'", 30 * 1024],
+      ["import { openTabula } from 'tabula-sdk'", 80 * 1024],
+    ]);
+  });
+
+  it('reports an entry over budget, and leaves the peers out of the budgeted figure', async () => {
+    writeFixture(80 * 1024);
+    const [core, root] = await measureBundles(fixture);
+    expect(core!.gzipBytes).toBeGreaterThan(30 * 1024);
+    expect(root!.gzipBytes).toBeLessThan(1024);
+    expect(root!.totalGzipBytes).toBeGreaterThan(10 * 1024); // Yjs itself
+    expect(overBudget([core!, root!])).toEqual([expect.stringContaining("tabula-sdk/core'") as string]);
+    expect(formatTable([core!, root!])).toContain('| 30.0 KB |');
+  });
+
+  it('passes entries within budget', async () => {
+    writeFixture(1024);
+    expect(overBudget(await measureBundles(fixture))).toEqual([]);
+  });
+});
