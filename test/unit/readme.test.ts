@@ -3,6 +3,10 @@
  * from the real one. Imports of 'tabula-sdk' and 'tabula-sdk/core' are pointed at
  * the sources; a line `expression; // => value` becomes a deep-equality
  * check. A block whose info string says `no-run` is skipped.
+ *
+ * Each block runs twice, on the same databases, because a reader pastes an
+ * example into a page again: a second run must neither throw (say
+ * `session/exists`) nor change a checked value.
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -61,13 +65,16 @@ describe('README examples', () => {
     expect(blocks.length).toBeGreaterThanOrEqual(5);
   });
 
-  it.each(blocks.map((block) => [block.line, block] as const))('block at line %i runs and its checks hold', async (_line, block) => {
+  it.each(blocks.map((block) => [block.line, block] as const))('block at line %i runs, twice, and its checks hold', async (_line, block) => {
     mkdirSync(tmp, { recursive: true });
-    const file = `${tmp}block-${block.line}.ts`;
-    writeFileSync(file, block.code);
-    const before = seen.length;
-    await import(/* @vite-ignore */ file);
-    // Every `// =>` line must actually have run (a check inside an untaken branch would prove nothing).
-    expect(seen.length - before).toBe(block.checks);
+    for (const run of [1, 2]) {
+      // A module runs once per URL, so the second run is a second file.
+      const file = `${tmp}block-${block.line}-run-${run}.ts`;
+      writeFileSync(file, block.code);
+      const before = seen.length;
+      await import(/* @vite-ignore */ file);
+      // Every `// =>` line must actually have run (a check inside an untaken branch would prove nothing).
+      expect(seen.length - before, `checks of run ${run}`).toBe(block.checks);
+    }
   });
 });
