@@ -21,6 +21,7 @@ interface PackageJson {
   exports: Record<string, { types: string; default: string } | string>;
   dependencies: Record<string, string>;
   peerDependencies: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
   devDependencies: Record<string, string>;
 }
 
@@ -36,8 +37,9 @@ describe('package', () => {
     expect(pkg.type).toBe('module');
     expect(pkg.sideEffects).toBe(false);
     expect(existsSync(`${root}${pkg.types}`), pkg.types).toBe(true);
-    for (const entry of ['.', './core']) {
-      const target = pkg.exports[entry];
+    expect(Object.keys(pkg.exports)).toEqual(expect.arrayContaining(['.', './core', './package.json']));
+    for (const [entry, target] of Object.entries(pkg.exports)) {
+      if (entry === './package.json') continue;
       if (typeof target !== 'object') throw new Error(`exports["${entry}"] must be a conditions object`);
       // `default`, not `import`: require() of an ES module works from Node 20.19, and only matches `default`.
       expect(Object.keys(target), entry).toEqual(['types', 'default']);
@@ -86,7 +88,9 @@ describe('package', () => {
   });
 
   it('takes yjs, y-protocols and dexie as caret-ranged peers, so an app and Tabula share one copy', () => {
-    expect(Object.keys(pkg.peerDependencies).sort()).toEqual(PEERS);
+    // Integrations add their framework as a peer too, always optional: an app without React must install cleanly.
+    const required = Object.keys(pkg.peerDependencies).filter((name) => !pkg.peerDependenciesMeta?.[name]?.optional);
+    expect(required.sort()).toEqual(PEERS);
     for (const peer of PEERS) {
       expect(pkg.peerDependencies[peer], peer).toMatch(/^\^\d+\.\d+\.\d+$/);
       // The repository still develops against one exact version of each.
