@@ -89,7 +89,14 @@ test.beforeAll(async () => {
     join(app, 'package.json'),
     JSON.stringify({ name: 'consumer', private: true, type: 'module', dependencies: { ...APP_PEERS, 'tabula-sdk': `file:./${packed.filename}` } }, null, 2),
   );
-  run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error'], app);
+  try {
+    run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error'], app);
+  } catch (error) {
+    const stderr = (error as { stderr?: string }).stderr ?? '';
+    throw new Error(`Installing the consumer app needs the npm registry, or these versions in the npm cache (${JSON.stringify(APP_PEERS)}):\n${stderr}`, {
+      cause: error,
+    });
+  }
 
   writeFileSync(join(app, 'index.html'), '<!doctype html><meta charset="utf-8"><script type="module" src="./main.js"></script>');
   writeFileSync(
