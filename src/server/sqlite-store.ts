@@ -101,37 +101,52 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
   };
 
   return {
-    async push(userId, clientId, items) {
-      assertOpen();
-      const result = apply.immediate(userId, clientId, items);
-      if (result.status === 'applied' && result.appended > 0) listeners.poke(userId, result.head);
-      return result;
-    },
-    async pull(userId, after, limit): Promise<StorePullPage> {
-      assertOpen();
-      const rows = page.all(userId, after, limit + 1);
-      const items: StorePulledItem[] = rows.slice(0, limit).map((row) => toItem(row, userId));
-      return { items, more: rows.length > limit };
-    },
-    async head(userId) {
-      assertOpen();
-      return getHead.get(userId)?.head ?? 0;
-    },
-    async lastSeq(userId, clientId) {
-      assertOpen();
-      return getSeq.get(userId, clientId)?.last_seq ?? 0;
-    },
-    async subscribe(userId, onPoke) {
-      assertOpen();
-      return listeners.add(userId, onPoke);
-    },
-    async close() {
-      if (closed) return;
-      closed = true;
-      listeners.clear();
-      db.close();
-    },
+    push: (userId, clientId, items) =>
+      settle(() => {
+        assertOpen();
+        const result = apply.immediate(userId, clientId, items);
+        if (result.status === 'applied' && result.appended > 0) listeners.poke(userId, result.head);
+        return result;
+      }),
+    pull: (userId, after, limit) =>
+      settle((): StorePullPage => {
+        assertOpen();
+        const rows = page.all(userId, after, limit + 1);
+        const items: StorePulledItem[] = rows.slice(0, limit).map((row) => toItem(row, userId));
+        return { items, more: rows.length > limit };
+      }),
+    head: (userId) =>
+      settle(() => {
+        assertOpen();
+        return getHead.get(userId)?.head ?? 0;
+      }),
+    lastSeq: (userId, clientId) =>
+      settle(() => {
+        assertOpen();
+        return getSeq.get(userId, clientId)?.last_seq ?? 0;
+      }),
+    subscribe: (userId, onPoke) =>
+      settle(() => {
+        assertOpen();
+        return listeners.add(userId, onPoke);
+      }),
+    close: () =>
+      settle(() => {
+        if (closed) return;
+        closed = true;
+        listeners.clear();
+        db.close();
+      }),
   };
+}
+
+/** Runs synchronous driver work behind the store's async contract: a throw becomes a rejection. */
+function settle<T>(work: () => T): Promise<T> {
+  try {
+    return Promise.resolve(work());
+  } catch (error) {
+    return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+  }
 }
 
 function toItem(row: ItemRow, userId: string): StorePulledItem {

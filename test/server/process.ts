@@ -46,10 +46,10 @@ export function runCli(args: readonly string[], env: Record<string, string | und
   });
   const lines: string[] = [];
   let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => {
+  child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
   });
-  createInterface({ input: child.stdout! }).on('line', (line) => lines.push(line));
+  createInterface({ input: child.stdout }).on('line', (line) => lines.push(line));
   const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
   return { child, lines, exited, stderr: () => stderr };
 }

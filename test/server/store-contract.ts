@@ -10,9 +10,9 @@ import { boardOf, boardWriter, noteOp, uniqueUser } from './helpers.js';
 /** What a store implementation provides to the suite. */
 export interface StoreSetup {
   /** A store over fresh or shared storage; `reopen` closes it and opens the same storage again. */
-  create(options?: StoreOptions): Promise<{ store: ServerStore; reopen(): Promise<ServerStore> }>;
+  readonly create: (options?: StoreOptions) => Promise<{ store: ServerStore; reopen: () => Promise<ServerStore> }>;
   /** A second store on the same storage (another server instance), when the implementation supports several. */
-  peer?(): Promise<ServerStore>;
+  readonly peer?: () => Promise<ServerStore>;
 }
 
 function ops(userId: string, from: number, to: number, sessionId = 's1'): StorePushItem[] {
@@ -220,8 +220,8 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
       await expect(store.head(uniqueUser())).rejects.toMatchObject({ code: 'storage/closed' });
     });
 
-    if (setup.peer) {
-      const peerOf = setup.peer.bind(setup);
+    const peerOf = setup.peer;
+    if (peerOf) {
       it('pokes subscribers on another instance sharing the storage', async () => {
         const { store } = await setup.create();
         const peer = await peerOf();
