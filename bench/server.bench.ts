@@ -27,14 +27,19 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'tabula-bench-server-'));
 const postgres = await startPostgres({ durable: true });
 const rows: BenchRow[] = [];
 
-/** Every client's pushes, prepared ahead so only the server's work is timed. */
-function workload(userId: string): { clientId: string; batches: { seq: number; op: Op }[][] }[] {
+/**
+ * Every client's pushes, prepared ahead so only the server's work is timed.
+ * Each client is another user's device: a server's load is many users, and one
+ * user's pushes commit one at a time by design (their order is the pull order).
+ */
+function workload(prefix: string): { userId: string; clientId: string; batches: { seq: number; op: Op }[][] }[] {
   return Array.from({ length: CLIENTS }, (_, c) => ({
+    userId: `${prefix}-${c}`,
     clientId: `client${c}`,
     batches: Array.from({ length: PUSHES }, (_, p) =>
       Array.from({ length: BATCH }, (_, i) => {
         const seq = p * BATCH + i + 1;
-        return { seq, op: noteOp(userId, `session-${c}`, seq, `note ${seq} of client ${c}: ${'lorem ipsum '.repeat(4)}`) };
+        return { seq, op: noteOp(`${prefix}-${c}`, `session-${c}`, seq, `note ${seq} of client ${c}: ${'lorem ipsum '.repeat(4)}`) };
       }),
     ),
   }));
@@ -47,33 +52,57 @@ async function post(url: string, body: string, token: string): Promise<Response>
 }
 
 /** items/s pushing the workload through the server with CLIENTS concurrent clients. */
-async function serverPush(url: string, userId: string): Promise<number> {
-  const token = await tokenFor(userId);
-  const bodies = workload(userId).map((client) => client.batches.map((items) => JSON.stringify({ clientId: client.clientId, items })));
+async function serverPush(url: string, prefix: string): Promise<number> {
+  const clients = await Promise.all(
+    workload(prefix).map(async (client) => ({ token: await tokenFor(client.userId), bodies: client.batches.map((items) => JSON.stringify({ clientId: client.clientId, items })) })),
+  );
   const start = performance.now();
   await Promise.all(
-    bodies.map(async (pushes) => {
-      for (const body of pushes) await (await post(`${url}/v1/push`, body, token)).arrayBuffer();
+    clients.map(async ({ token, bodies }) => {
+      for (const body of bodies) await (await post(`${url}/v1/push`, body, token)).arrayBuffer();
     }),
   );
   return (CLIENTS * PUSHES * BATCH) / ((performance.now() - start) / 1000);
 }
 
-/** items/s pulling a user's whole log in pages of PAGE. */
-async function serverPull(url: string, userId: string): Promise<number> {
-  const token = await tokenFor(userId);
-  let cursor: string | null = null;
+/** items/s pulling every user's whole log in pages of PAGE, one user after another. */
+async function serverPull(url: string, prefix: string): Promise<number> {
+  const tokens = await Promise.all(workload(prefix).map((client) => tokenFor(client.userId)));
   let count = 0;
   const start = performance.now();
-  for (;;) {
-    const page = (await (await post(`${url}/v1/pull`, JSON.stringify({ cursor, limit: PAGE }), token)).json()) as { items: unknown[]; cursor: string; more: boolean };
-    count += page.items.length;
-    cursor = page.cursor;
-    if (!page.more) break;
+  for (const token of tokens) {
+    let cursor: string | null = null;
+    for (;;) {
+      const page = (await (await post(`${url}/v1/pull`, JSON.stringify({ cursor, limit: PAGE }), token)).json()) as { items: unknown[]; cursor: string; more: boolean };
+      count += page.items.length;
+      cursor = page.cursor;
+      if (!page.more) break;
+    }
   }
   const seconds = (performance.now() - start) / 1000;
   if (count !== CLIENTS * PUSHES * BATCH) throw new Error(`pulled ${count} items`);
   return count / seconds;
+}
+
+/** The same pull through `server.fetch`: the server's own cost, without sockets and the client's JSON parse. */
+async function inProcessPull(store: ServerStore, prefix: string): Promise<number> {
+  const server = createSyncServer({ store, auth: { secret: SECRET } });
+  const tokens = await Promise.all(workload(prefix).map((client) => tokenFor(client.userId)));
+  let count = 0;
+  const start = performance.now();
+  for (const token of tokens) {
+    let cursor: string | null = null;
+    for (;;) {
+      const response = await server.fetch(new Request('http://bench/v1/pull', { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify({ cursor, limit: PAGE }) }));
+      const text = await response.text();
+      // Only the envelope's tail is read: cursor and more, as a client that streams items would.
+      const tail = /"cursor":("\d+"|null),"more":(true|false)}$/.exec(text)!;
+      count += PAGE;
+      cursor = JSON.parse(tail[1]!) as string | null;
+      if (tail[2] === 'false') break;
+    }
+  }
+  return Math.min(count, CLIENTS * PUSHES * BATCH) / ((performance.now() - start) / 1000);
 }
 
 async function withServer<T>(store: ServerStore, work: (url: string) => Promise<T>): Promise<T> {
@@ -92,11 +121,13 @@ async function withServer<T>(store: ServerStore, work: (url: string) => Promise<
   const store = sqliteStore(file);
   await withServer(store, async (url) => {
     await serverPush(url, 'warmup');
-    const push = await serverPush(url, 'sqlite-user');
-    const pull = await serverPull(url, 'sqlite-user');
+    const push = await serverPush(url, 'sqlite');
+    const pull = await serverPull(url, 'sqlite');
+    const local = await inProcessPull(store, 'sqlite');
     const raw = rawSqlite(path.join(dir, 'raw.db'));
-    rows.push({ case: `SQLite push (${CLIENTS} clients × ${PUSHES} pushes of ${BATCH})`, unit: 'items/s', tabula: Math.round(push), baseline: Math.round(raw.push), ratio: push / raw.push, note: 'baseline: prepared INSERT, one transaction per 100 rows' });
+    rows.push({ case: `SQLite push (${CLIENTS} users' clients × ${PUSHES} pushes of ${BATCH})`, unit: 'items/s', tabula: Math.round(push), baseline: Math.round(raw.push), ratio: push / raw.push, note: 'baseline: prepared INSERT, one transaction per 100 rows' });
     rows.push({ case: `SQLite pull (pages of ${PAGE})`, unit: 'items/s', tabula: Math.round(pull), baseline: Math.round(raw.pull), ratio: pull / raw.pull, note: 'baseline: prepared SELECT of the same pages' });
+    rows.push({ case: `SQLite pull through server.fetch, no sockets`, unit: 'items/s', tabula: Math.round(local), baseline: Math.round(raw.pull), ratio: local / raw.pull, note: 'the server without HTTP transport and client parse' });
   });
   await store.close();
 }
@@ -107,24 +138,28 @@ function rawSqlite(file: string): { push: number; pull: number } {
   db.pragma('synchronous = FULL');
   db.exec('CREATE TABLE items (user_id TEXT NOT NULL, position INTEGER NOT NULL, client_id TEXT, session_id TEXT NOT NULL, op TEXT, board BLOB, PRIMARY KEY (user_id, position)) WITHOUT ROWID');
   const insert = db.prepare('INSERT INTO items (user_id, position, client_id, session_id, op, board) VALUES (?, ?, ?, ?, ?, NULL)');
-  let position = 0;
-  const batch = db.transaction((clientId: string, items: { op: Op }[]) => {
-    for (const item of items) insert.run('raw-user', ++position, clientId, item.op.sessionId, JSON.stringify(item.op));
+  const positions = new Map<string, number>();
+  const batch = db.transaction((userId: string, clientId: string, items: { op: Op }[]) => {
+    let position = positions.get(userId) ?? 0;
+    for (const item of items) insert.run(userId, ++position, clientId, item.op.sessionId, JSON.stringify(item.op));
+    positions.set(userId, position);
   });
-  const clients = workload('raw-user');
+  const clients = workload('raw');
   let start = performance.now();
   // better-sqlite3 is synchronous: "concurrent" clients interleave batch by batch.
-  for (let p = 0; p < PUSHES; p++) for (const client of clients) batch(client.clientId, client.batches[p]!);
+  for (let p = 0; p < PUSHES; p++) for (const client of clients) batch(client.userId, client.clientId, client.batches[p]!);
   const push = (CLIENTS * PUSHES * BATCH) / ((performance.now() - start) / 1000);
   const select = db.prepare<[string, number, number], { position: number; op: string }>('SELECT position, client_id, session_id, op, board FROM items WHERE user_id = ? AND position > ? ORDER BY position LIMIT ?');
   start = performance.now();
-  let after = 0;
-  for (;;) {
-    const page = select.all('raw-user', after, PAGE);
-    if (page.length === 0) break;
-    after = page[page.length - 1]!.position;
+  for (const client of clients) {
+    let after = 0;
+    for (;;) {
+      const page = select.all(client.userId, after, PAGE);
+      if (page.length === 0) break;
+      after = page[page.length - 1]!.position;
+    }
   }
-  const pull = position / ((performance.now() - start) / 1000);
+  const pull = (CLIENTS * PUSHES * BATCH) / ((performance.now() - start) / 1000);
   db.close();
   return { push, pull };
 }
@@ -134,11 +169,13 @@ function rawSqlite(file: string): { push: number; pull: number } {
   const store = postgresStore(postgres.url);
   await withServer(store, async (url) => {
     await serverPush(url, 'warmup');
-    const push = await serverPush(url, 'pg-user');
-    const pull = await serverPull(url, 'pg-user');
+    const push = await serverPush(url, 'pg');
+    const pull = await serverPull(url, 'pg');
+    const local = await inProcessPull(store, 'pg');
     const raw = await rawPostgres(postgres.url);
-    rows.push({ case: `PostgreSQL push (${CLIENTS} clients × ${PUSHES} pushes of ${BATCH})`, unit: 'items/s', tabula: Math.round(push), baseline: Math.round(raw.push), ratio: push / raw.push, note: 'baseline: pg multi-row INSERT per 100 rows, 4 connections' });
+    rows.push({ case: `PostgreSQL push (${CLIENTS} users' clients × ${PUSHES} pushes of ${BATCH})`, unit: 'items/s', tabula: Math.round(push), baseline: Math.round(raw.push), ratio: push / raw.push, note: 'baseline: pg multi-row INSERT per 100 rows, 4 connections' });
     rows.push({ case: `PostgreSQL pull (pages of ${PAGE})`, unit: 'items/s', tabula: Math.round(pull), baseline: Math.round(raw.pull), ratio: pull / raw.pull, note: 'baseline: pg SELECT of the same pages' });
+    rows.push({ case: `PostgreSQL pull through server.fetch, no sockets`, unit: 'items/s', tabula: Math.round(local), baseline: Math.round(raw.pull), ratio: local / raw.pull, note: 'the server without HTTP transport and client parse' });
   });
   await store.close();
 }
@@ -146,15 +183,15 @@ function rawSqlite(file: string): { push: number; pull: number } {
 async function rawPostgres(url: string): Promise<{ push: number; pull: number }> {
   const pool = new pg.Pool({ connectionString: url, max: CLIENTS });
   await pool.query('CREATE TABLE raw_items (user_id text NOT NULL, position bigint NOT NULL, client_id text, session_id text NOT NULL, op text, board bytea, PRIMARY KEY (user_id, position))');
-  let position = 0;
-  const clients = workload('raw-user');
+  const clients = workload('raw');
   let start = performance.now();
   await Promise.all(
     clients.map(async (client) => {
+      let position = 0;
       for (const items of client.batches) {
         const values: unknown[] = [];
         const tuples = items.map((item, i) => {
-          values.push('raw-user', ++position, client.clientId, item.op.sessionId, JSON.stringify(item.op));
+          values.push(client.userId, ++position, client.clientId, item.op.sessionId, JSON.stringify(item.op));
           const k = i * 5;
           return `($${k + 1}, $${k + 2}, $${k + 3}, $${k + 4}, $${k + 5})`;
         });
@@ -164,13 +201,15 @@ async function rawPostgres(url: string): Promise<{ push: number; pull: number }>
   );
   const push = (CLIENTS * PUSHES * BATCH) / ((performance.now() - start) / 1000);
   start = performance.now();
-  let after = 0;
-  for (;;) {
-    const page = await pool.query<{ position: string }>('SELECT position, client_id, session_id, op, board FROM raw_items WHERE user_id = $1 AND position > $2 ORDER BY position LIMIT $3', ['raw-user', after, PAGE]);
-    if (page.rows.length === 0) break;
-    after = Number(page.rows[page.rows.length - 1]!.position);
+  for (const client of clients) {
+    let after = 0;
+    for (;;) {
+      const page = await pool.query<{ position: string }>('SELECT position, client_id, session_id, op, board FROM raw_items WHERE user_id = $1 AND position > $2 ORDER BY position LIMIT $3', [client.userId, after, PAGE]);
+      if (page.rows.length === 0) break;
+      after = Number(page.rows[page.rows.length - 1]!.position);
+    }
   }
-  const pull = position / ((performance.now() - start) / 1000);
+  const pull = (CLIENTS * PUSHES * BATCH) / ((performance.now() - start) / 1000);
   await pool.end();
   return { push, pull };
 }

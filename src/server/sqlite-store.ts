@@ -7,7 +7,6 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { TabulaError } from '../core/errors.js';
-import type { Op } from '../core/ops.js';
 import { mergeBoardUpdates } from './board.js';
 import { loadDriver } from './driver.js';
 import { PokeListeners } from './listeners.js';
@@ -150,7 +149,7 @@ function settle<T>(work: () => T): Promise<T> {
 }
 
 function toItem(row: ItemRow, userId: string): StorePulledItem {
-  if (row.op !== null) return { position: row.position, clientId: row.client_id, op: JSON.parse(row.op) as Op };
+  if (row.op !== null) return { position: row.position, clientId: row.client_id, opJson: row.op };
   if (row.board === null) throw new TabulaError('storage/failed', `Item ${row.position} of user ${userId} holds neither an op nor a board update.`);
   return { position: row.position, clientId: row.client_id, board: { sessionId: row.session_id, update: new Uint8Array(row.board) } };
 }

@@ -29,8 +29,16 @@ export type StoredItem = { readonly op: Op } | { readonly board: { readonly sess
 /** An item to store, numbered by the pushing client. */
 export type StorePushItem = StoredItem & { readonly seq: number };
 
-/** An item read back, with its position and the client that pushed it (`null` for a compacted board update). */
-export type StorePulledItem = StoredItem & { readonly position: number; readonly clientId: string | null };
+/**
+ * An item read back, with its position and the client that pushed it
+ * (`null` for a compacted board update). An op comes back as the JSON text
+ * the store wrote (`JSON.stringify` of the validated op), so a pull can
+ * answer without parsing and re-serialising every op.
+ */
+export type StorePulledItem = ({ readonly opJson: string } | { readonly board: { readonly sessionId: string; readonly update: Uint8Array } }) & {
+  readonly position: number;
+  readonly clientId: string | null;
+};
 
 /** What `push` did. */
 export type StorePushResult =
