@@ -58,6 +58,9 @@ export function postgresStore(connection: string | Pg.Pool, options: PostgresSto
   const reconnectMs = options.reconnectMs ?? 1000;
   const ownsPool = typeof connection === 'string';
   const pool = typeof connection === 'string' ? new pg.Pool({ connectionString: connection }) : connection;
+  // An idle pooled connection that dies (a database restart) emits 'error' on the pool, which
+  // would end the process unhandled; the next query simply opens a new connection.
+  if (ownsPool) pool.on('error', (error) => console.error('tabula-server: an idle PostgreSQL connection failed', error.message));
   const listeners = new PokeListeners();
   const heads = new Map<string, number>();
   let listener: Pg.PoolClient | undefined;
