@@ -123,7 +123,7 @@ async function withServer<T>(store: ServerStore, work: (url: string) => Promise<
   const store = sqliteStore(path.join(dir, 'server.db'));
   await withServer(store, async (url) => {
     await serverPush(url, 'warmup');
-    const [push, pull, local, rawPush, rawPull] = [[], [], [], [], []] as number[][];
+    const [push, pull, local, rawPush, rawPull]: [number[], number[], number[], number[], number[]] = [[], [], [], [], []];
     for (let round = 0; round < ROUNDS; round++) {
       push.push(await serverPush(url, `sqlite${round}`));
       pull.push(await serverPull(url, `sqlite${round}`));
@@ -178,7 +178,7 @@ function rawSqlite(file: string): { push: number; pull: number } {
   const store = postgresStore(postgres.url);
   await withServer(store, async (url) => {
     await serverPush(url, 'warmup');
-    const [push, pull, local, rawPush, rawPull] = [[], [], [], [], []] as number[][];
+    const [push, pull, local, rawPush, rawPull]: [number[], number[], number[], number[], number[]] = [[], [], [], [], []];
     for (let round = 0; round < ROUNDS; round++) {
       push.push(await serverPush(url, `pg${round}`));
       pull.push(await serverPull(url, `pg${round}`));
