@@ -10,7 +10,7 @@ import { TabulaError } from '../core/errors.js';
 const require = createRequire(import.meta.url);
 
 /** `require(name)` for a store, or `server/driver-missing` saying what to install. */
-export function loadDriver<T>(name: 'better-sqlite3' | 'pg', store: string): T {
+export function loadDriver<T>(name: string, store: string): T {
   try {
     return require(name) as T;
   } catch (error) {

@@ -295,6 +295,18 @@ describe('bad input changes nothing', () => {
     expect(await refusedAndEmpty(server, token, { clientId: 'c', items: [{ seq: 1, board: { sessionId: 's', update: big } }] }, 413, 'sync/too-large')).toMatch(/items\[0\]\.board\.update/);
   });
 
+  it('answers a CORS preflight from an allowed origin only', async () => {
+    const { server } = start({ cors: { origin: ['https://app.example'] } });
+    const preflight = (origin: string) =>
+      server.fetch(new Request('http://t/v1/push', { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' } }));
+    const allowed = await preflight('https://app.example');
+    expect(allowed.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    expect(allowed.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('authorization');
+    expect((await preflight('https://evil.example')).headers.get('access-control-allow-origin')).toBeNull();
+    const { server: closed } = start();
+    expect((await closed.fetch(new Request('http://t/v1/health', { headers: { origin: 'https://app.example' } }))).headers.get('access-control-allow-origin')).toBeNull();
+  });
+
   it('answers unknown endpoints with a JSON 404', async () => {
     const { server } = start();
     const response = await server.fetch(new Request('http://t/v2/push', { method: 'POST' }));
