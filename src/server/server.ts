@@ -207,30 +207,38 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
   app.get(SYNC_PATHS.events, async (c) => {
     const userId = await userOf(c);
     const encoder = new TextEncoder();
-    let end = (): void => {};
+    let open = true;
+    let release = (): void => {};
+    let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+    // Ends the stream from either side (client gone, server closing); safe to call at any point of setup.
+    const end = (): void => {
+      if (!open) return;
+      open = false;
+      release();
+      streams.delete(end);
+      try {
+        controller?.close();
+      } catch {
+        // Already closed by the client going away.
+      }
+    };
+    const send = (text: string): void => {
+      if (open) controller?.enqueue(encoder.encode(text));
+    };
+    const poke = (head: number): void => send(`event: poke\ndata: {"cursor":"${head}"}\n\n`);
     const body = new ReadableStream<Uint8Array>({
-      async start(controller) {
-        let open = true;
-        const send = (text: string): void => {
-          if (open) controller.enqueue(encoder.encode(text));
-        };
-        const poke = (head: number): void => send(`event: poke\ndata: {"cursor":"${head}"}\n\n`);
+      async start(streamController) {
+        controller = streamController;
+        streams.add(end);
         const unsubscribe = await store.subscribe(userId, poke);
         // Comments keep proxies and load balancers from closing an idle stream.
         const heartbeat = setInterval(() => send(': heartbeat\n\n'), heartbeatMs);
-        end = () => {
-          if (!open) return;
-          open = false;
+        release = () => {
           clearInterval(heartbeat);
           unsubscribe();
-          streams.delete(end);
-          try {
-            controller.close();
-          } catch {
-            // Already closed by the client going away.
-          }
         };
-        streams.add(end);
+        // Cancelled while subscribing: undo what was just set up.
+        if (!open) return release();
         // A first poke at once: pokes sent while the client was disconnected are lost, so it pulls now.
         poke(await store.head(userId));
       },
