@@ -339,6 +339,36 @@ describe('events', () => {
     await stream.close();
   });
 
+  it('releases the subscription of a stream the client cancelled while it was still subscribing', async () => {
+    const inner = sqliteStore(path.join(dir, `gated-${++n}.db`));
+    let active = 0;
+    let subscribed = 0;
+    let openGate = (): void => {};
+    const gate = new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
+    const store: ServerStore = {
+      ...inner,
+      async subscribe(userId, onPoke) {
+        await gate;
+        const off = await inner.subscribe(userId, onPoke);
+        active++;
+        subscribed++;
+        return () => {
+          active--;
+          off();
+        };
+      },
+    };
+    const server = createSyncServer({ store, auth: { secret: SECRET } });
+    open.push({ store: inner, server });
+    const response = await server.fetch(new Request('http://t/v1/events', { headers: { authorization: `Bearer ${await tokenFor(uniqueUser())}` } }));
+    await response.body!.cancel();
+    openGate();
+    await expect.poll(() => subscribed).toBe(1);
+    await expect.poll(() => active).toBe(0);
+  });
+
   it('sends heartbeat comments and ends every stream on close()', async () => {
     const { server } = start({ heartbeatMs: 10 });
     const token = await tokenFor(uniqueUser());
