@@ -13,7 +13,7 @@ export type { ListeningServer, SyncServer, SyncServerOptions } from './server.js
 export type { SyncAuth } from './auth.js';
 export { sqliteStore } from './sqlite-store.js';
 export { postgresStore } from './postgres-store.js';
-export type { PostgresStoreOptions } from './postgres-store.js';
+export type { PgPoolLike, PostgresStoreOptions } from './postgres-store.js';
 export type { ServerStore, StoreOptions, StoredItem, StorePulledItem, StorePullPage, StorePushItem, StorePushResult } from './store.js';
 export { DEFAULT_SYNC_LIMITS } from '../sync/protocol.js';
 export type { SyncLimits } from '../sync/protocol.js';

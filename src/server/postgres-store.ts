@@ -48,16 +48,26 @@ export interface PostgresStoreOptions extends StoreOptions {
 }
 
 /**
+ * A `pg.Pool`, typed by shape so that these declarations compile for users
+ * who have no `@types/pg` (pg is an optional peer dependency).
+ */
+export interface PgPoolLike {
+  connect: (...args: never[]) => unknown;
+  query: (...args: never[]) => unknown;
+  end: (...args: never[]) => unknown;
+}
+
+/**
  * A {@link ServerStore} on PostgreSQL. Given a URL it owns its pool and ends
  * it on `close()`; given a `pg.Pool` it borrows one connection for LISTEN
  * and leaves the pool open. Throws `server/driver-missing` without `pg`.
  */
-export function postgresStore(connection: string | Pg.Pool, options: PostgresStoreOptions = {}): ServerStore {
+export function postgresStore(connection: string | PgPoolLike, options: PostgresStoreOptions = {}): ServerStore {
   const pg = loadDriver<typeof Pg>('pg', 'postgresStore');
   const compactAfter = options.compactBoardAfter ?? 100;
   const reconnectMs = options.reconnectMs ?? 1000;
   const ownsPool = typeof connection === 'string';
-  const pool = typeof connection === 'string' ? new pg.Pool({ connectionString: connection }) : connection;
+  const pool = typeof connection === 'string' ? new pg.Pool({ connectionString: connection }) : (connection as unknown as Pg.Pool);
   // An idle pooled connection that dies (a database restart) emits 'error' on the pool, which
   // would end the process unhandled; the next query simply opens a new connection.
   if (ownsPool) pool.on('error', (error) => console.error('tabula-server: an idle PostgreSQL connection failed', error.message));
