@@ -5,7 +5,7 @@
  * through tsx costs seconds per process on a loaded machine.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { buildSync } from 'esbuild';
@@ -19,6 +19,7 @@ function cliBundle(): string {
   mkdirSync(`${root}test/.tmp`, { recursive: true });
   const outfile = `${root}test/.tmp/tabula-server-${process.pid}-${Date.now()}.mjs`;
   buildSync({ entryPoints: [`${root}src/server/cli.ts`], bundle: true, platform: 'node', format: 'esm', packages: 'external', outfile, logLevel: 'error' });
+  process.once('exit', () => rmSync(outfile, { force: true }));
   return (bundled = outfile);
 }
 
