@@ -9,17 +9,21 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { buildSync } from 'esbuild';
+import { afterAll } from 'vitest';
 import { SECRET } from './helpers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 let bundled: string | undefined;
+// Runs after the importing test file (this module is only imported by tests).
+afterAll(() => {
+  if (bundled) rmSync(bundled, { force: true });
+});
 
 function cliBundle(): string {
   if (bundled) return bundled;
   mkdirSync(`${root}test/.tmp`, { recursive: true });
   const outfile = `${root}test/.tmp/tabula-server-${process.pid}-${Date.now()}.mjs`;
   buildSync({ entryPoints: [`${root}src/server/cli.ts`], bundle: true, platform: 'node', format: 'esm', packages: 'external', outfile, logLevel: 'error' });
-  process.once('exit', () => rmSync(outfile, { force: true }));
   return (bundled = outfile);
 }
 
