@@ -26,6 +26,7 @@ import type { Message } from '../core/message.js';
 import { estimateTextTokens, messageFixedTokens, messageTokenText, type TokenCounter, type TokenMeasure } from '../core/tokens.js';
 import { CountCache, textKey } from './cache.js';
 import { ENCODINGS, createEngine, type CountingEngine, type Encoding } from './engine.js';
+import { IN_THREAD_ENCODINGS } from './in-thread-encodings.js';
 
 /** Where the tokenizer actually runs. */
 export type CounterMode = 'shared' | 'dedicated' | 'in-thread';
@@ -149,7 +150,7 @@ function startWorker(kind: Kind, encoding: Encoding, url: string | URL | undefin
 }
 
 function inThread(): Backend {
-  return { mode: 'in-thread', engine: createEngine(), restartable: false, dispose: () => undefined };
+  return { mode: 'in-thread', engine: createEngine(IN_THREAD_ENCODINGS), restartable: false, dispose: () => undefined };
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -5,7 +5,10 @@
  * Which encodings an engine can load is decided by whoever builds it: a
  * worker entry imports its one encoding statically (so a bundler puts
  * exactly that encoding in that worker file, whatever its worker format),
- * and the calling thread loads the encoding asked for with a dynamic import.
+ * and the calling thread loads the encoding asked for with a dynamic import
+ * (in-thread-encodings.ts). This module imports no encoding itself: a
+ * dynamic import here would pull every encoding into every worker bundled
+ * as iife.
  *
  * Special-token strings in user text (`<|endoftext|>`) are counted as the
  * text they are, never treated as control tokens: gpt-tokenizer throws on
@@ -25,12 +28,6 @@ export interface EncodingModule {
 
 /** Where an engine gets each encoding it may count with. */
 export type EncodingLoaders = Partial<Record<Encoding, () => Promise<EncodingModule>>>;
-
-/** Every encoding, each loaded on first use with a dynamic import (the calling thread's engine). */
-export const DYNAMIC_ENCODINGS: EncodingLoaders = {
-  o200k_base: () => import('gpt-tokenizer/encoding/o200k_base'),
-  cl100k_base: () => import('gpt-tokenizer/encoding/cl100k_base'),
-};
 
 /** Characters counted between two yields (progress, cancellation, the time budget). */
 export const WINDOW_CHARS = 64 * 1024;
@@ -97,7 +94,7 @@ function abortError(requestId: string): Error {
 }
 
 /** A host for the encodings `loaders` can load. */
-export function createEngineHost(loaders: EncodingLoaders = DYNAMIC_ENCODINGS): EngineHost {
+export function createEngineHost(loaders: EncodingLoaders): EngineHost {
   const loaded = new Map<Encoding, Promise<Counter>>();
   const counter = (encoding: Encoding): Promise<Counter> => {
     let ready = loaded.get(encoding);
@@ -167,6 +164,6 @@ export function createEngineHost(loaders: EncodingLoaders = DYNAMIC_ENCODINGS): 
 }
 
 /** One engine over the encodings `loaders` can load (the dedicated worker's and the calling thread's). */
-export function createEngine(loaders: EncodingLoaders = DYNAMIC_ENCODINGS): CountingEngine {
+export function createEngine(loaders: EncodingLoaders): CountingEngine {
   return createEngineHost(loaders).connect();
 }

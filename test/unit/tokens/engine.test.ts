@@ -2,11 +2,13 @@ import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import * as cl100k from 'gpt-tokenizer/encoding/cl100k_base';
 import * as o200k from 'gpt-tokenizer/encoding/o200k_base';
-import { WINDOW_CHARS, createEngine, createEngineHost } from '../../../src/tokens/engine.js';
+import { WINDOW_CHARS, createEngine as createEngineWith, createEngineHost } from '../../../src/tokens/engine.js';
+import { IN_THREAD_ENCODINGS } from '../../../src/tokens/in-thread-encodings.js';
 import { exactCounterOf } from '../../../src/tokens/bpe.js';
 import { SAMPLES } from './samples.js';
 
 const plain = { disallowedSpecial: new Set<string>() };
+const createEngine = (loaders = IN_THREAD_ENCODINGS) => createEngineWith(loaders);
 const reference = { o200k_base: o200k.countTokens, cl100k_base: cl100k.countTokens } as const;
 const envSeed = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.TABULA_SEED;
 const seed = Number(envSeed ?? Date.now() % 1_000_000);
@@ -108,7 +110,7 @@ describe('counting engine', () => {
   });
 
   it('a cancel on one connection never stops another connection’s request with the same id (issue 10 item 10)', async () => {
-    const host = createEngineHost();
+    const host = createEngineHost(IN_THREAD_ENCODINGS);
     const [tabA, tabB] = [host.connect(), host.connect()];
     const large = `${SAMPLES.code}\n`.repeat(8_000);
     let cancelledOnce = false;
