@@ -52,12 +52,12 @@ function isEncoderCore(value: unknown): value is EncoderCore {
 }
 
 /**
- * Tokens of one pre-token (as UTF-8 bytes): tiktoken's merge loop, with a
+ * Tokens of one pre-token of `n` UTF-8 bytes: tiktoken's merge loop, with a
  * binary heap of candidate pairs ordered by (rank, position) and lazy
- * deletion, instead of a linear scan per merge.
+ * deletion, instead of a linear scan per merge. `rankOf(start, end)` is the
+ * rank of bytes [start, end) as one token, or undefined.
  */
-export function mergeCount(bytes: Uint8Array, rankOf: (bytes: Uint8Array) => number | undefined): number {
-  const n = bytes.length;
+export function mergeCount(n: number, rankOf: (start: number, end: number) => number | undefined): number {
   if (n <= 1) return n;
   // Parts are byte ranges [i, next[i]); a removed part has next[i] = -1.
   const next = new Int32Array(n + 1);
@@ -71,8 +71,7 @@ export function mergeCount(bytes: Uint8Array, rankOf: (bytes: Uint8Array) => num
   const rankAt = (i: number): number => {
     const j = next[i] as number;
     if (j >= n) return Infinity;
-    const end = next[j] as number;
-    return rankOf(bytes.subarray(i, end)) ?? Infinity;
+    return rankOf(i, next[j] as number) ?? Infinity;
   };
   // A binary min-heap of (rank, position), in two parallel arrays.
   let heapRanks = new Float64Array(n);
@@ -164,12 +163,14 @@ export function exactCounterOf(api: unknown): ExactCounter | null {
   // A private copy: lastIndex is state, and gpt-tokenizer's own calls must not see ours.
   const regex = new RegExp(core.tokenSplitRegex.source, core.tokenSplitRegex.flags);
   const utf8 = new TextEncoder();
-  const rankOf = (bytes: Uint8Array) => core.getBpeRankFromBytes(bytes);
 
   const piece = (pretoken: string): number => {
     if (core.getBpeRankFromString(pretoken) !== undefined) return 1;
     if (pretoken.length < LONG_PRETOKEN_CHARS) return core.bytePairEncode(pretoken).length;
-    return mergeCount(utf8.encode(pretoken), rankOf);
+    // In ASCII text byte offsets are character offsets: ranks are looked up by string slices, with no decoding.
+    if (/^[\x00-\x7f]*$/.test(pretoken)) return mergeCount(pretoken.length, (start, end) => core.getBpeRankFromString(pretoken.slice(start, end)));
+    const bytes = utf8.encode(pretoken);
+    return mergeCount(bytes.length, (start, end) => core.getBpeRankFromBytes(bytes.subarray(start, end)));
   };
 
   const countWindow = (text: string, start: number, minChars: number) => {
