@@ -152,6 +152,11 @@ export function mergeCount(n: number, rankOf: (start: number, end: number) => nu
   return parts;
 }
 
+function isAscii(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
 /**
  * An exact counter over gpt-tokenizer's encoder for `api` (the default
  * export of `gpt-tokenizer/encoding/<name>`), or null when this version of
@@ -168,7 +173,7 @@ export function exactCounterOf(api: unknown): ExactCounter | null {
     if (core.getBpeRankFromString(pretoken) !== undefined) return 1;
     if (pretoken.length < LONG_PRETOKEN_CHARS) return core.bytePairEncode(pretoken).length;
     // In ASCII text byte offsets are character offsets: ranks are looked up by string slices, with no decoding.
-    if (/^[\x00-\x7f]*$/.test(pretoken)) return mergeCount(pretoken.length, (start, end) => core.getBpeRankFromString(pretoken.slice(start, end)));
+    if (isAscii(pretoken)) return mergeCount(pretoken.length, (start, end) => core.getBpeRankFromString(pretoken.slice(start, end)));
     const bytes = utf8.encode(pretoken);
     return mergeCount(bytes.length, (start, end) => core.getBpeRankFromBytes(bytes.subarray(start, end)));
   };
