@@ -12,6 +12,7 @@ import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { build as esbuild } from 'esbuild';
 import { build } from 'vite';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -56,6 +57,30 @@ test.beforeAll(async () => {
   );
   // Default Vite settings on purpose: worker.format stays 'iife', which once inlined every encoding into every worker.
   await build({ root: app, logLevel: 'silent', configFile: false, build: { outDir: out, emptyOutDir: true } });
+  // esbuild emits no worker for `new Worker(new URL(…))`: the app bundles the worker entry itself and passes workerUrl.
+  const esbuildOut = join(out, 'esbuild');
+  mkdirSync(esbuildOut, { recursive: true });
+  writeFileSync(join(esbuildOut, 'index.html'), '<!doctype html><meta charset="utf-8"><script type="module" src="./app.js"></script>');
+  writeFileSync(
+    join(app, 'esbuild-main.js'),
+    [
+      "import { createTokenCounter } from 'tabula-sdk';",
+      "const workerUrl = new URL('./o200k-worker.js', import.meta.url);",
+      'const run = (worker) => {',
+      '  const counter = createTokenCounter({ worker, workerUrl });',
+      '  return counter.ready.then(async (mode) => ({ mode, reason: counter.fallbackReason, tokens: await counter.countText("hello world, counted in a worker") }));',
+      '};',
+      "window.result = Promise.all([run('dedicated'), run('shared')]);",
+    ].join('\n'),
+  );
+  await esbuild({
+    absWorkingDir: app,
+    entryPoints: { app: './esbuild-main.js', 'o200k-worker': 'tabula-sdk/token-worker/o200k_base' },
+    bundle: true,
+    format: 'esm',
+    outdir: esbuildOut,
+    logLevel: 'silent',
+  });
   server = createServer((req, res) => {
     const pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
     const path = join(out, pathname.endsWith('/') ? `${pathname}index.html` : pathname);
@@ -111,4 +136,13 @@ test('a Vite app built against dist/ counts tokens in its own emitted workers (d
     { mode: 'dedicated', encoding: 'cl100k_base', reason: null, tokens: 7 },
   ]);
   expect(result.tokens).toBeGreaterThan(4);
+});
+
+test('an esbuild app counts in its own bundle of tabula-sdk/token-worker/o200k_base, passed as workerUrl (issue 9 item 4)', async ({ page }) => {
+  await page.goto(`${url}esbuild/`);
+  const results = await page.evaluate(() => (window as unknown as { result: Promise<unknown[]> }).result);
+  expect(results).toEqual([
+    { mode: 'dedicated', reason: null, tokens: 7 },
+    { mode: 'shared', reason: null, tokens: 7 },
+  ]);
 });
