@@ -217,6 +217,15 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
       const held = entry;
       let released = false;
       const lease = new AbortController();
+      const assertOpen = () => {
+        if (held.closedBy === 'delete') {
+          throw new TabulaError(
+            'session/not-found',
+            `Session "${sessionId}" of user "${userId}" was deleted (here or in another tab), and its blackboard with it; open the session again with tabula.session() to start afresh.`,
+          );
+        }
+        if (released || held.closedBy) throw new TabulaError('storage/closed', `The blackboard of session "${sessionId}" is closed; open the session again.`);
+      };
       // Each lease gets its own view of the shared doc, so a closed session handle cannot write.
       const blackboard = createBlackboard({
         doc: held.doc,
@@ -224,17 +233,16 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
         whenLoaded: held.whenLoaded,
         flushed: async () => {
           await held.started;
-          await held.persistence?.flushed();
-        },
-        assertOpen: () => {
-          if (held.closedBy === 'delete') {
-            throw new TabulaError(
-              'session/not-found',
-              `Session "${sessionId}" of user "${userId}" was deleted (here or in another tab), and its blackboard with it; open the session again with tabula.session() to start afresh.`,
-            );
+          assertOpen();
+          try {
+            await held.persistence?.flushed();
+          } catch (error) {
+            // Deleted or closed while the barrier was on its way: say which, not a raw IndexedDB error.
+            assertOpen();
+            throw new TabulaError('storage/failed', `Could not make the blackboard of session "${sessionId}" durable.`, { cause: error });
           }
-          if (released || held.closedBy) throw new TabulaError('storage/closed', `The blackboard of session "${sessionId}" is closed; open the session again.`);
         },
+        assertOpen,
         signal: lease.signal,
         onListenerError: (error) => options.onError(new TabulaError('argument/invalid', `A blackboard observe() listener of session "${sessionId}" threw; the change was applied and the other listeners were called.`, { cause: error })),
       });

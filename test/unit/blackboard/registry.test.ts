@@ -75,4 +75,22 @@ describe('deleting a session reaches the blackboard in every tab', () => {
     expect(tabB.reported.filter((e) => !isTabulaError(e))).toEqual([]);
     await Promise.all([tabA.close(), tabB.close()]);
   });
+
+  it('a closed session handle: observe() throws storage/closed, its listeners stop, flushed() says why (issue 10 item 13)', async () => {
+    const tabula = await freshTabula();
+    const first = await tabula.session('s');
+    const second = await tabula.session('s');
+    await first.blackboard.whenLoaded;
+    const seen: string[] = [];
+    first.blackboard.observe((changes) => seen.push(...changes.map((c) => c.key)));
+    second.blackboard.set('before', 1);
+    await first.close();
+    expect(() => first.blackboard.observe(() => seen.push('late'))).toThrow(expect.objectContaining({ code: 'storage/closed' }) as Error);
+    await expect(first.blackboard.flushed()).rejects.toMatchObject({ code: 'storage/closed' });
+    second.blackboard.set('after', 2);
+    expect(seen).toEqual(['before']);
+    await tabula.deleteSession('s');
+    await expect(second.blackboard.flushed()).rejects.toMatchObject({ code: 'session/not-found' });
+    await tabula.close();
+  });
 });
