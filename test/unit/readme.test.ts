@@ -10,7 +10,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const tmp = `${root}test/.tmp/readme/`;
-const readme = readFileSync(`${root}README.md`, 'utf8');
+// TABULA_README runs another file's blocks the same way (a helper's docs/readme/<name>.md before the merge).
+const readme = readFileSync(process.env.TABULA_README ?? `${root}README.md`, 'utf8');
 
 interface Block {
   readonly line: number;
@@ -21,6 +22,9 @@ interface Block {
 const entries: Record<string, string> = {
   'tabula-sdk/core': `${root}src/core/index.ts`,
   'tabula-sdk': `${root}src/index.ts`,
+  'tabula-sdk/langgraph': `${root}src/langgraph/index.ts`,
+  'tabula-sdk/openai-agents': `${root}src/openai-agents/index.ts`,
+  'tabula-sdk/react': `${root}src/react/index.ts`,
 };
 
 function extractBlocks(markdown: string): Block[] {
@@ -39,7 +43,7 @@ function extractBlocks(markdown: string): Block[] {
         checks++;
         body.push(`${check[1]}globalThis.__readmeCheck((${check[2]}), (${check[3]}), ${i + 1});`);
       } else {
-        body.push(line.replace(/from '(tabula-sdk(?:\/core)?)'/, (_m, name: string) => `from '${entries[name]}'`));
+        body.push(line.replace(/from '(tabula-sdk(?:\/(?:core|langgraph|openai-agents|react))?)'/, (_m, name: string) => `from '${entries[name]}'`));
       }
     }
     blocks.push({ line: start, code: `${body.join('\n')}\nexport {};\n`, checks });
