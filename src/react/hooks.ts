@@ -6,7 +6,7 @@
  * throws the read's error (for an error boundary) if it fails.
  */
 import { createContext, createElement, useContext, useEffect, useMemo, useState, useSyncExternalStore, type ReactNode } from 'react';
-import { TabulaError, type JsonValue, type Session, type SessionInfo, type StoredMessage, type Tabula } from '../index.js';
+import { TabulaError, structuralEqual, type JsonValue, type Session, type SessionInfo, type StoredMessage, type Tabula } from '../index.js';
 import { createLiveQuery, type LiveQuery, type QueryState } from './live-query.js';
 
 const TabulaContext = createContext<Tabula | null>(null);
@@ -138,6 +138,8 @@ function boardStore(session: Session): BoardStore {
         snapshot = null;
         onChange();
       };
+      // A change between render and subscribe would otherwise stay hidden behind the render's snapshot.
+      if (snapshot && !structuralEqual(snapshot, board.toJSON())) snapshot = null;
       let live = true;
       // The board may still be loading from IndexedDB; what it loads shows once it is in.
       void board.whenLoaded.then(() => {
@@ -208,12 +210,23 @@ export function useSyncStatus(): SyncStatus | null {
     const sync = syncOf(tabula);
     if (!sync) return null;
     let snapshot = sync.status();
+    // Keep the old object when nothing changed: a new one per status() call would re-render for nothing.
+    const refresh = () => {
+      const next = sync.status();
+      if (next.state !== snapshot.state || next.pending !== snapshot.pending || next.lastSyncedAt !== snapshot.lastSyncedAt || next.error !== snapshot.error) {
+        snapshot = next;
+      }
+    };
     return {
-      subscribe: (onChange: () => void) =>
-        sync.subscribe(() => {
-          snapshot = sync.status();
+      subscribe: (onChange: () => void) => {
+        const stop = sync.subscribe(() => {
+          refresh();
           onChange();
-        }),
+        });
+        // The status may have moved between render and subscribe.
+        refresh();
+        return stop;
+      },
       // Cached between notifications: status() may build a new object per call.
       getSnapshot: () => snapshot,
     };

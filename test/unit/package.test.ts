@@ -82,5 +82,5 @@ describe('package', () => {
     const withReact = await bundle("import { useSessions } from 'tabula-sdk/react'; console.log(useSessions);");
     expect(withReact.some((input) => /node_modules\/react\//.test(input))).toBe(true);
     rmSync(app, { recursive: true, force: true });
-  });
+  }, 60_000);
 });
