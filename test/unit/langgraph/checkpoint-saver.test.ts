@@ -45,7 +45,9 @@ describe('TabulaCheckpointSaver with a compiled StateGraph', () => {
     await tabula.close();
   });
 
-  it('interrupt() then resume works across a reload', async () => {
+  // LangGraph's interrupt() needs AsyncLocalStorage, which browsers lack (langgraphjs#879); the Chromium run
+  // of this file covers reloads at a breakpoint with interruptBefore below instead.
+  it.skipIf(typeof window !== 'undefined')('interrupt() then resume works across a reload', async () => {
     const name = uniqueName('lg');
     const Approval = Annotation.Root({ request: Annotation<string>(), answer: Annotation<string>() });
     const build = (saver: TabulaCheckpointSaver) =>
@@ -69,6 +71,29 @@ describe('TabulaCheckpointSaver with a compiled StateGraph', () => {
     const resumed = await graph.invoke(new Command({ resume: 'yes' }), config);
     expect(resumed).toEqual({ request: 'refund', answer: 'yes' });
     expect((await graph.getState(config)).next).toEqual([]);
+    await tabula.close();
+  });
+
+  it('a thread paused at an interruptBefore breakpoint resumes after a reload', async () => {
+    const name = uniqueName('lg');
+    const build = (saver: TabulaCheckpointSaver) =>
+      new StateGraph(Counter)
+        .addNode('draft', () => ({ log: ['drafted'] }))
+        .addNode('send', () => ({ log: ['sent'] }))
+        .addEdge(START, 'draft')
+        .addEdge('draft', 'send')
+        .addEdge('send', END)
+        .compile({ checkpointer: saver, interruptBefore: ['send'] });
+    const config = { configurable: { thread_id: 'review' } };
+
+    let tabula = await open(name);
+    expect((await build(new TabulaCheckpointSaver({ tabula })).invoke({ log: ['start'] }, config)).log).toEqual(['start', 'drafted']);
+    await tabula.close();
+
+    tabula = await open(name);
+    const graph = build(new TabulaCheckpointSaver({ tabula }));
+    expect((await graph.getState(config)).next).toEqual(['send']);
+    expect((await graph.invoke(null, config)).log).toEqual(['start', 'drafted', 'sent']);
     await tabula.close();
   });
 
