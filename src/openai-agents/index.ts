@@ -5,3 +5,4 @@
  */
 export { AGENTS_SCOPE, TabulaAgentsSession } from './agents-session.js';
 export type { TabulaAgentsSessionOptions } from './agents-session.js';
+export { toChatMessages } from './chat-messages.js';
