@@ -107,7 +107,10 @@ function mount(tabula: Tabula, child: ReactNode, strict = false) {
   return { view, unmount };
 }
 
-describe('tabula-sdk/react in Chromium', () => {
+/** Polls wait for an event, not a fixed time: generous, for a loaded 2-core machine. */
+const WAIT = { timeout: 15_000 };
+
+describe('tabula-sdk/react in Chromium', { timeout: 60_000 }, () => {
   for (const strict of [false, true]) {
     it(`renders, follows another tab (streaming included), and unmounts clean${strict ? ' under StrictMode' : ''}`, async () => {
       const name = dbName();
@@ -120,7 +123,7 @@ describe('tabula-sdk/react in Chromium', () => {
 
       const { tabula, counts } = counted(a);
       const { view, unmount } = mount(tabula, createElement(Chat, { id: 'chat' }), strict);
-      await expect.poll(view).toMatchObject({
+      await expect.poll(view, WAIT).toMatchObject({
         sessions: ['chat'],
         messages: ['complete:Three days in Lisbon?'],
         last: ['Three days in Lisbon?'],
@@ -134,12 +137,12 @@ describe('tabula-sdk/react in Chromium', () => {
       const other = await b.session('chat');
       const stream = await other.stream({ role: 'assistant' });
       stream.write('Alfama, ');
-      await expect.poll(view).toMatchObject({ messages: ['complete:Three days in Lisbon?', 'streaming:Alfama, '] });
+      await expect.poll(view, WAIT).toMatchObject({ messages: ['complete:Three days in Lisbon?', 'streaming:Alfama, '] });
       stream.write('Belém.');
       await stream.done();
       other.blackboard.update({ city: 'Porto', days: 3 });
       await b.session('second');
-      await expect.poll(view).toMatchObject({
+      await expect.poll(view, WAIT).toMatchObject({
         sessions: ['second', 'chat'],
         messages: ['complete:Three days in Lisbon?', 'complete:Alfama, Belém.'],
         last: ['Alfama, Belém.'],
@@ -150,7 +153,7 @@ describe('tabula-sdk/react in Chromium', () => {
       expect(counts.listeners).toBeGreaterThan(0);
       unmount();
       // Closing a handle is async; wait for it, then nothing may be left listening or open.
-      await expect.poll(() => counts.handles).toBe(0);
+      await expect.poll(() => counts.handles, WAIT).toBe(0);
       expect(counts.listeners).toBe(0);
       await Promise.all([a.close(), b.close()]);
     });
@@ -169,11 +172,11 @@ describe('tabula-sdk/react in Chromium', () => {
     roots.push(root);
     root.render(createElement(TabulaProvider, { tabula }, createElement(City)));
     session.blackboard.set('city', 'Oslo');
-    await expect.poll(() => container.textContent).toBe('"Oslo"');
+    await expect.poll(() => container.textContent, WAIT).toBe('"Oslo"');
     const before = renders;
     session.blackboard.set('weather', 'cold');
     session.blackboard.set('city', 'Bergen');
-    await expect.poll(() => container.textContent).toBe('"Bergen"');
+    await expect.poll(() => container.textContent, WAIT).toBe('"Bergen"');
     // Exactly one more render: the unrelated key did not cause one.
     expect(renders).toBe(before + 1);
     await session.close();
@@ -187,7 +190,7 @@ describe('tabula-sdk/react in Chromium', () => {
       return createElement('span', null, status === null ? 'none' : `${status.state}/${status.pending}`);
     }
     const plain = mount(base, createElement(Status));
-    await expect.poll(() => document.body.textContent).toContain('none');
+    await expect.poll(() => document.body.textContent, WAIT).toContain('none');
     plain.unmount();
 
     let status: SyncStatus = { state: 'syncing', pending: 2, lastSyncedAt: null };
@@ -203,10 +206,10 @@ describe('tabula-sdk/react in Chromium', () => {
     const container = document.createElement('div');
     const root = createRoot(container);
     root.render(createElement(TabulaProvider, { tabula: withSync }, createElement(Status)));
-    await expect.poll(() => container.textContent).toBe('syncing/2');
+    await expect.poll(() => container.textContent, WAIT).toBe('syncing/2');
     status = { state: 'idle', pending: 0, lastSyncedAt: Date.now() };
     for (const listener of listeners) listener();
-    await expect.poll(() => container.textContent).toBe('idle/0');
+    await expect.poll(() => container.textContent, WAIT).toBe('idle/0');
     root.unmount();
     expect(listeners.size).toBe(0);
     await base.close();
@@ -220,8 +223,7 @@ describe('tabula-sdk/react in Chromium', () => {
     const errors: unknown[] = [];
     const root = createRoot(document.createElement('div'), { onUncaughtError: (error) => errors.push(error) });
     root.render(createElement(Orphan));
-    return expect
-      .poll(() => errors)
+    return expect.poll(() => errors, WAIT)
       .toEqual([expect.objectContaining({ code: 'argument/invalid', message: expect.stringContaining('<TabulaProvider tabula={…}>') as string })])
       .finally(() => root.unmount());
   });

@@ -12,6 +12,9 @@ function deferred<T>() {
   return { promise, resolve, reject };
 }
 
+/** Polls wait for an event, not a fixed time: generous, for a loaded 2-core machine. */
+const WAIT = { timeout: 15_000 };
+
 describe('createLiveQuery', () => {
   it('attaches its source on the first subscriber, detaches after the last, and re-reads on change', async () => {
     let attached = 0;
@@ -32,12 +35,12 @@ describe('createLiveQuery', () => {
     const stopA = query.subscribe(() => notified.push(1));
     const stopB = query.subscribe(() => notified.push(2));
     expect(attached).toBe(1);
-    await expect.poll(() => query.getSnapshot()).toEqual({ status: 'ready', data: 1 });
+    await expect.poll(() => query.getSnapshot(), WAIT).toEqual({ status: 'ready', data: 1 });
     const first = query.getSnapshot();
     expect(query.getSnapshot()).toBe(first);
     value = 2;
     fire();
-    await expect.poll(() => query.getSnapshot()).toEqual({ status: 'ready', data: 2 });
+    await expect.poll(() => query.getSnapshot(), WAIT).toEqual({ status: 'ready', data: 2 });
     expect(notified).toEqual([1, 2, 1, 2]);
     stopA();
     expect(attached).toBe(1);
@@ -65,9 +68,9 @@ describe('createLiveQuery', () => {
     fire();
     expect(reads).toHaveLength(1);
     reads[0]!.resolve(1);
-    await expect.poll(() => reads.length).toBe(2);
+    await expect.poll(() => reads.length, WAIT).toBe(2);
     reads[1]!.resolve(2);
-    await expect.poll(() => query.getSnapshot()).toEqual({ status: 'ready', data: 2 });
+    await expect.poll(() => query.getSnapshot(), WAIT).toEqual({ status: 'ready', data: 2 });
     expect(reads).toHaveLength(2);
   });
 
@@ -82,9 +85,9 @@ describe('createLiveQuery', () => {
       () => (fail ? Promise.reject(new Error('closed')) : Promise.resolve('ok')),
     );
     query.subscribe(() => undefined);
-    await expect.poll(() => query.getSnapshot()).toEqual({ status: 'error', error: new Error('closed') });
+    await expect.poll(() => query.getSnapshot(), WAIT).toEqual({ status: 'error', error: new Error('closed') });
     fail = false;
     fire();
-    await expect.poll(() => query.getSnapshot()).toEqual({ status: 'ready', data: 'ok' });
+    await expect.poll(() => query.getSnapshot(), WAIT).toEqual({ status: 'ready', data: 'ok' });
   });
 });
