@@ -235,9 +235,8 @@ export class TabulaCheckpointSaver extends BaseCheckpointSaver {
       const prefix = wantedNs === undefined ? 'c:' : keys.checkpointPrefix(wantedNs);
       const records = await this.#transact(scope, async (tx) => {
         const found: CheckpointRecord[] = [];
-        for (const key of await tx.keys()) {
-          if (!key.startsWith(prefix)) continue;
-          const record = parseRecord(CheckpointRecordSchema, await tx.get(key), key, scope);
+        for (const [key, value] of await tx.entries(prefix)) {
+          const record = parseRecord(CheckpointRecordSchema, value, key, scope);
           if (record.threadId !== threadId || (wantedNs !== undefined && record.ns !== wantedNs)) continue;
           if (wantedId && record.id !== wantedId) continue;
           if (beforeId && record.id >= beforeId) continue;
@@ -262,7 +261,7 @@ export class TabulaCheckpointSaver extends BaseCheckpointSaver {
   async #threads(): Promise<string[]> {
     return this.#transact(THREADS_SCOPE, async (tx) => {
       const threads: string[] = [];
-      for (const key of await tx.keys()) threads.push(parseRecord(ThreadRecordSchema, await tx.get(key), key, THREADS_SCOPE).threadId);
+      for (const [key, value] of await tx.entries()) threads.push(parseRecord(ThreadRecordSchema, value, key, THREADS_SCOPE).threadId);
       return threads;
     });
   }

@@ -99,17 +99,8 @@ export class TabulaAgentsSession implements SessionHistoryTransactionAwareSessio
   /** The newest `limit` items (all when omitted), oldest first. */
   async getItems(limit?: number): Promise<AgentInputItem[]> {
     if (limit !== undefined && limit <= 0) return [];
-    const stored = await this.#transact(async (tx) => {
-      const keys = await TabulaAgentsSession.#itemKeys(tx);
-      const wanted = limit === undefined ? keys : keys.slice(-limit);
-      const values: JsonValue[] = [];
-      for (const key of wanted) {
-        const value = await tx.get(key);
-        if (value !== undefined) values.push(value);
-      }
-      return values;
-    });
-    return stored.map((value) => decodeItem(value) as AgentInputItem);
+    const stored = await this.#transact((tx) => tx.entries(ITEM_PREFIX));
+    return (limit === undefined ? stored : stored.slice(-limit)).map(([, value]) => decodeItem(value) as AgentInputItem);
   }
 
   /** Appends items at the end of the history, all in one write. */

@@ -126,6 +126,13 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
             const rows = await store.db.memory.where('[userId+sessionId+scope]').equals([userId, sessionId, scope]).toArray();
             return rows.filter((row) => !row.deleted).map((row) => row.key).sort();
           },
+          async entries(prefix = '') {
+            const rows = await store.db.memory.where('[userId+sessionId+scope]').equals([userId, sessionId, scope]).toArray();
+            const live = rows.filter((row) => !row.deleted && row.key.startsWith(prefix));
+            // Validated only when wanted: a scope may hold many rows the caller filters out by prefix.
+            for (const row of live) checkRow('memory', [userId, sessionId, scope, row.key], row);
+            return live.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).map((row): [string, JsonValue] => [row.key, row.value]);
+          },
         });
       });
     },

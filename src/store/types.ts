@@ -78,6 +78,8 @@ export interface MemoryTransaction {
   delete(key: string): Promise<void>;
   /** Live keys of the scope, sorted, as of this point of the transaction. */
   keys(): Promise<string[]>;
+  /** Live keys and their values, sorted by key, in one read; `prefix` keeps only keys that start with it. */
+  entries(prefix?: string): Promise<[string, JsonValue][]>;
 }
 
 /** A row of `tabula.sessions()`. */

@@ -16,6 +16,11 @@ describe('memory.transact', () => {
       await tx.set('b', [1, 2]);
       await tx.delete('gone');
       expect(await tx.get('a')).toEqual({ n: 1 });
+      expect(await tx.entries()).toEqual([
+        ['a', { n: 1 }],
+        ['b', [1, 2]],
+      ]);
+      expect(await tx.entries('b')).toEqual([['b', [1, 2]]]);
       return tx.keys();
     });
     expect(result).toEqual(['a', 'b']);
