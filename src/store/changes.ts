@@ -39,6 +39,8 @@ export interface ChangeFeed {
   publish(change: Omit<SessionChange, 'origin'>, origin: 'local' | 'remote'): void;
   /** Listens to one session's changes; returns the unsubscribe function. */
   subscribe(userId: string, sessionId: string, listener: Listener): () => void;
+  /** Listens to the changes of every session (for lists of sessions); returns the unsubscribe function. */
+  subscribeAll(listener: Listener): () => void;
   close(): void;
 }
 
@@ -48,8 +50,10 @@ export function createChangeFeed(name: string, onError: (error: TabulaError) => 
   const keyOf = (userId: string, sessionId: string) => JSON.stringify([userId, sessionId]);
   const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(`tabula:${name}:changes`) : null;
 
+  const everyListeners = new Set<Listener>();
+
   const deliver = (change: SessionChange) => {
-    for (const listener of listeners.get(keyOf(change.userId, change.sessionId)) ?? []) {
+    for (const listener of [...(listeners.get(keyOf(change.userId, change.sessionId)) ?? []), ...everyListeners]) {
       try {
         listener(change);
       } catch (error) {
@@ -89,8 +93,15 @@ export function createChangeFeed(name: string, onError: (error: TabulaError) => 
         if (set.size === 0) listeners.delete(key);
       };
     },
+    subscribeAll(listener) {
+      everyListeners.add(listener);
+      return () => {
+        everyListeners.delete(listener);
+      };
+    },
     close() {
       listeners.clear();
+      everyListeners.clear();
       channel?.close();
     },
   };

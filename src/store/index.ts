@@ -11,6 +11,7 @@ export type {
   CheckpointInfo,
   ConflictPolicy,
   Memory,
+  MemoryTransaction,
   Note,
   RunInfo,
   SaveOptions,

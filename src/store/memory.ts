@@ -102,5 +102,39 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
         for (const row of rows) if (!row.deleted) await tx.emit('memory.delete', { scope, key: row.key });
       });
     },
+    async transact(fn) {
+      return commit(store, userId, sessionId, `transact in ${where}`, async (tx) => {
+        tx.existing();
+        const read = async (key: string): Promise<MemoryRow | undefined> => {
+          const row = await store.db.memory.get([userId, sessionId, scope, key]);
+          return row && checkRow('memory', [userId, sessionId, scope, key], row);
+        };
+        return fn({
+          async get<T extends JsonValue>(key: string) {
+            const row = await read(checkKey(key));
+            return row && !row.deleted ? (row.value as T) : undefined;
+          },
+          async set(key, value) {
+            checkKey(key);
+            await tx.emit('memory.set', { scope, key, value: checkValue(key, value) });
+          },
+          async delete(key) {
+            checkKey(key);
+            await tx.emit('memory.delete', { scope, key });
+          },
+          async keys() {
+            const rows = await store.db.memory.where('[userId+sessionId+scope]').equals([userId, sessionId, scope]).toArray();
+            return rows.filter((row) => !row.deleted).map((row) => row.key).sort();
+          },
+          async entries(prefix = '') {
+            const rows = await store.db.memory.where('[userId+sessionId+scope]').equals([userId, sessionId, scope]).toArray();
+            const live = rows.filter((row) => !row.deleted && row.key.startsWith(prefix));
+            // Validated only when wanted: a scope may hold many rows the caller filters out by prefix.
+            for (const row of live) checkRow('memory', [userId, sessionId, scope, row.key], row);
+            return live.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).map((row): [string, JsonValue] => [row.key, row.value]);
+          },
+        });
+      });
+    },
   };
 }

@@ -188,6 +188,10 @@ export function createRunner(deps: RunnerDeps) {
               live('memory.clear()');
               await memory.clear();
             },
+            async transact(fn) {
+              live('memory.transact()');
+              return memory.transact(fn);
+            },
           },
           async append(message) {
             live('an append');

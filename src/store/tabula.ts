@@ -9,7 +9,7 @@ import { createHlc } from '../core/hlc.js';
 import { ApproxTokenCounter, type TokenCounter } from '../core/tokens.js';
 import { createBoardRegistry } from '../blackboard/registry.js';
 import { createTokenCounter } from '../tokens/counter.js';
-import { createChangeFeed } from './changes.js';
+import { createChangeFeed, type SessionChange } from './changes.js';
 import { createRunCoordinator } from './coordinator.js';
 import { platformLocks } from './locks.js';
 import { createRecovery } from './recovery.js';
@@ -58,6 +58,12 @@ export interface Tabula {
   storage(): Promise<StorageEstimate>;
   /** Asks the browser to keep this origin's data under storage pressure; false where unsupported or refused. */
   requestPersistence(): Promise<boolean>;
+  /**
+   * Listens to every session's committed changes (this tab, other tabs,
+   * sync), e.g. to keep a list of sessions current; returns the unsubscribe
+   * function. `session.subscribe()` listens to one session.
+   */
+  subscribe(listener: (change: SessionChange) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -221,6 +227,11 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     },
 
     importSession: (data) => importData(data),
+
+    subscribe(listener) {
+      assertOpen(store);
+      return store.feed.subscribeAll(listener);
+    },
 
     async storage() {
       const manager = typeof navigator === 'object' ? navigator.storage : undefined;

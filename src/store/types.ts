@@ -59,6 +59,27 @@ export interface Memory {
   delete(key: string): Promise<void>;
   keys(): Promise<string[]>;
   clear(): Promise<void>;
+  /**
+   * Reads and writes several keys of this scope in one IndexedDB
+   * transaction: every write lands or none does, and no other write to the
+   * session (from this tab or another) interleaves. Use it for
+   * compare-and-set and multi-key updates. `fn` may await only the calls of
+   * its `tx` (an IndexedDB transaction ends when it waits on anything else),
+   * so prepare values before calling. When `fn` throws, nothing is written
+   * and the error is rethrown.
+   */
+  transact<T>(fn: (tx: MemoryTransaction) => Promise<T>): Promise<T>;
+}
+
+/** The reads and writes available inside `memory.transact()`. Same key and value rules as {@link Memory}. */
+export interface MemoryTransaction {
+  get<T extends JsonValue>(key: string): Promise<T | undefined>;
+  set(key: string, value: JsonValue): Promise<void>;
+  delete(key: string): Promise<void>;
+  /** Live keys of the scope, sorted, as of this point of the transaction. */
+  keys(): Promise<string[]>;
+  /** Live keys and their values, sorted by key, in one read; `prefix` keeps only keys that start with it. */
+  entries(prefix?: string): Promise<[string, JsonValue][]>;
 }
 
 /** A row of `tabula.sessions()`. */
