@@ -11,7 +11,7 @@
  * Long or free-form parts (namespaces, channel names, versions) are hashed to stay under
  * the 128-character key limit; every record also carries its parts in full.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** A serialized value: `serde.dumpsTyped` output, as JSON (text kept as text, bytes as base64). */
 export const SerializedSchema = z.union([
