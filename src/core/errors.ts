@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'run/interrupted'
   | 'run/stale'
   | 'stream/closed'
+  | 'stream/dropped'
   | 'tokens/aborted'
   | 'note/too-long'
   | 'memory/bad-key'
