@@ -23,7 +23,7 @@ import { checkScope, createMemory } from './memory.js';
 import { addNote } from './notes.js';
 import { checkRow, type RunRow, type SessionRow } from './schema.js';
 import type { Memory, RunInfo, StoredMessage } from './types.js';
-import { commit, type StoreContext } from './writer.js';
+import { commit, sessionNotFound, type StoreContext } from './writer.js';
 
 /** What a run's function gets. */
 export interface RunContext {
@@ -101,14 +101,23 @@ export function createRunner(deps: RunnerDeps) {
       const attempt = previous ? previous.attempt + 1 : 1;
       const record: RunRow = { runId, userId, sessionId, scope: previous?.scope ?? scope, visit, attempt, status: 'running', startedAt: Date.now(), endedAt: null };
       await db.runs.put(record);
-      return { record, context: cloneJson(row.state.context) };
+      return { record, context: cloneJson(row.state.context), life: row.createdOrder };
     });
 
-  /** Ends the run: commits the buffered context (on success) and the final status in one transaction. */
-  const finish = (record: RunRow, status: RunRow['status'], changes: Map<string, JsonValue> | null) =>
+  /**
+   * Ends the run: commits the buffered context (on success) and the final status in one transaction.
+   * A session deleted (and perhaps re-created) while the run was in flight is not the one the run
+   * started on: nothing is written to it, its run row included, and a succeeding run fails with
+   * `session/not-found` rather than reporting a context that was never saved.
+   */
+  const finish = (record: RunRow, life: string, status: RunRow['status'], changes: Map<string, JsonValue> | null) =>
     commit(store, userId, sessionId, `finish run ${record.runId} (${label})`, async (tx) => {
       const row: SessionRow | undefined = tx.row();
-      if (row && changes && changes.size > 0) {
+      if (!row || row.createdOrder !== life) {
+        if (status === 'succeeded') throw sessionNotFound(userId, sessionId);
+        return;
+      }
+      if (changes && changes.size > 0) {
         const context = { ...row.state.context, ...Object.fromEntries(changes) };
         checkContextSchema(
           contextSchema,
@@ -145,7 +154,7 @@ export function createRunner(deps: RunnerDeps) {
       const onOuterAbort = () => abort(typeof outer?.reason === 'string' ? outer.reason : 'the caller aborted it');
       outer?.addEventListener('abort', onOuterAbort, { once: true });
       try {
-        const { record, context } = await start(runId, scope);
+        const { record, context, life } = await start(runId, scope);
         const changes = new Map<string, JsonValue>();
         let ended = false;
         const live = (what: string) => {
@@ -208,19 +217,19 @@ export function createRunner(deps: RunnerDeps) {
         } catch (error) {
           ended = true;
           const wasInterrupted = controller.signal.aborted;
-          await finish(record, wasInterrupted ? 'interrupted' : 'failed', null);
+          await finish(record, life, wasInterrupted ? 'interrupted' : 'failed', null);
           throw wasInterrupted ? interrupted(error) : error;
         }
         ended = true;
         // fn finished, but after an interrupt: its result may rest on work cut short, so it is not committed.
         if (controller.signal.aborted) {
-          await finish(record, 'interrupted', null);
+          await finish(record, life, 'interrupted', null);
           throw interrupted();
         }
         try {
-          await finish(record, 'succeeded', changes);
+          await finish(record, life, 'succeeded', changes);
         } catch (error) {
-          await finish(record, 'failed', null);
+          await finish(record, life, 'failed', null);
           throw error;
         }
         return value;

@@ -222,3 +222,47 @@ function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
   const promise = new Promise<T>((r) => (resolve = r));
   return { promise, resolve };
 }
+
+describe('session.run when the session is deleted meanwhile (issue 10 #3)', () => {
+  it('fails with session/not-found, saves nothing, and a re-created session starts clean at visit 1', async () => {
+    const name = uniqueName();
+    const tabA = await freshTabula({ name });
+    const tabB = await freshTabula({ name });
+    const session = await tabA.session('s');
+    let deleted!: () => void;
+    let started!: () => void;
+    const deletedNow = new Promise<void>((resolve) => (deleted = resolve));
+    const startedNow = new Promise<void>((resolve) => (started = resolve));
+    const run = session.run(async (ctx) => {
+      ctx.set('step', 1);
+      started();
+      await deletedNow;
+      return 'done';
+    });
+    await startedNow;
+    await tabB.deleteSession('s');
+    deleted();
+    await expect(run).rejects.toMatchObject({ code: 'session/not-found' });
+
+    const again = await tabA.session('s');
+    expect(await again.runs()).toEqual([]);
+    expect((await again.state()).context).toEqual({});
+    expect(await again.run(async (ctx) => ctx.visit)).toBe(1);
+    await tabA.close();
+    await tabB.close();
+  });
+
+  it('a failing run on a deleted session rethrows its own error and leaves no run row behind', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const run = session.run(async () => {
+      await tabula.deleteSession('s');
+      throw new Error('app failure');
+    });
+    await expect(run).rejects.toThrow('app failure');
+    const again = await tabula.session('s');
+    expect(await again.runs()).toEqual([]);
+    expect(await again.run(async (ctx) => ctx.visit)).toBe(1);
+    await tabula.close();
+  });
+});

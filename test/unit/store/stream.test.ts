@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { createDb } from '../../../src/store/schema.js';
 import { freshTabula, uniqueName, waitFor } from './helpers.js';
 
-
 describe('session.stream', () => {
   it('persists chunks while streaming, at most every flush interval, then completes', async () => {
     const tabula = await freshTabula();
