@@ -11,7 +11,7 @@
  */
 import { TabulaError } from './errors.js';
 import { MutationJournal } from './journal.js';
-import { assertJsonValue, cloneJson, deepFreeze, stableKey, structuralEqual, type JsonValue } from './json.js';
+import { assertJsonValue, assertSafeKey, cloneJson, deepFreeze, stableKey, structuralEqual, type JsonValue } from './json.js';
 import { parseMessage, type Message } from './message.js';
 import { PrefixContext } from './prefix.js';
 import { applyScope, type ContextScope } from './scopes.js';
@@ -122,6 +122,15 @@ export function freezeContext(
   return Object.freeze(snapshot);
 }
 
+/** A scratchpad entry's value, after checking its key (a non-empty string, not `__proto__`) and that the value is JSON. */
+function scratchpadValue(key: unknown, value: unknown): JsonValue {
+  if (typeof key !== 'string' || key === '') {
+    throw new TabulaError('argument/invalid', `A scratchpad key must be a non-empty string, got ${JSON.stringify(key) ?? typeof key}.`);
+  }
+  assertSafeKey(key, 'scratchpad key');
+  return assertJsonValue(value, `scratchpad key ${JSON.stringify(key)}`);
+}
+
 /** An agent's working memory: prefix, messages, scratchpad and journal. */
 export class WorkingContext {
   #prefix: PrefixContext;
@@ -140,7 +149,7 @@ export class WorkingContext {
     for (const message of init.messages ?? []) this.#messages.push(parseMessage(message, `messages[${index++}]`));
     this.#scratchpad = new Map();
     for (const [key, value] of Object.entries(init.scratchpad ?? {})) {
-      this.#scratchpad.set(key, assertJsonValue(value, `scratchpad key ${JSON.stringify(key)}`));
+      this.#scratchpad.set(key, scratchpadValue(key, value));
     }
     this.journal = init.journal ?? new MutationJournal();
     this.tokenCounter = init.tokenCounter ?? new ApproxTokenCounter();
@@ -195,13 +204,13 @@ export class WorkingContext {
 
   /** Sets a scratchpad value; last write wins. Throws `schema/invalid` for a value that is not JSON. */
   set(key: string, value: JsonValue): void {
-    this.#scratchpad.set(key, assertJsonValue(value, `scratchpad key ${JSON.stringify(key)}`));
+    this.#scratchpad.set(key, scratchpadValue(key, value));
   }
 
   /** Sets several scratchpad values; if any is not JSON, none is set. */
   update(values: Record<string, JsonValue>): void {
     const checked = Object.entries(values).map(
-      ([key, value]) => [key, assertJsonValue(value, `scratchpad key ${JSON.stringify(key)}`)] as const,
+      ([key, value]) => [key, scratchpadValue(key, value)] as const,
     );
     for (const [key, value] of checked) this.#scratchpad.set(key, value);
   }

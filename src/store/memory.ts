@@ -6,7 +6,8 @@
  * (from another tab or device) cannot bring a key back.
  */
 import { TabulaError, formatPath } from '../core/errors.js';
-import { findJsonProblem, type JsonValue } from '../core/json.js';
+import { KEY_MAX_LENGTH, checkName, findNameProblem } from '../core/names.js';
+import { assertSafeKey, findJsonProblem, type JsonValue } from '../core/json.js';
 import { mapStorageError } from './errors.js';
 import { checkRow, type MemoryRow } from './schema.js';
 import type { Memory } from './types.js';
@@ -14,18 +15,13 @@ import { assertOpen, commit, type StoreContext } from './writer.js';
 
 /** Checks a memory scope name: 1–128 characters. */
 export function checkScope(scope: unknown): string {
-  if (typeof scope !== 'string' || scope.length < 1 || scope.length > 128) {
-    throw new TabulaError('argument/invalid', `A memory scope must be a string of 1–128 characters, got ${JSON.stringify(scope)}.`);
-  }
-  return scope;
+  return checkName(scope, 'A memory scope', KEY_MAX_LENGTH);
 }
 
 function checkKey(key: unknown): string {
-  if (typeof key !== 'string' || key.length < 1 || key.length > 128) {
-    const shown = typeof key === 'string' ? `a string of ${key.length} characters` : JSON.stringify(key);
-    throw new TabulaError('memory/bad-key', `A memory key must be a string of 1–128 characters, got ${shown}.`);
-  }
-  return key;
+  const problem = findNameProblem(key, KEY_MAX_LENGTH);
+  if (problem) throw new TabulaError('memory/bad-key', `A memory key must be a string of 1–${KEY_MAX_LENGTH} characters of valid Unicode: ${problem}.`);
+  return assertSafeKey(key as string, 'memory key');
 }
 
 function checkValue(key: string, value: unknown): JsonValue {

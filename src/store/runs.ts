@@ -15,7 +15,7 @@
  */
 import type { z } from 'zod';
 import { TabulaError } from '../core/errors.js';
-import { assertJsonValue, cloneJson, type JsonValue } from '../core/json.js';
+import { assertJsonValue, assertSafeKey, cloneJson, type JsonValue } from '../core/json.js';
 import type { Message } from '../core/message.js';
 import { checkContextSchema } from './context-schema.js';
 import { newId } from './ids.js';
@@ -176,6 +176,7 @@ export function createRunner(deps: RunnerDeps) {
           set(key, value) {
             live(`set("${key}")`);
             if (typeof key !== 'string' || key === '') throw new TabulaError('argument/invalid', 'ctx.set(key, value) takes a non-empty string key.');
+            assertSafeKey(key, `run ${runId} context key`);
             changes.set(key, cloneJson(assertJsonValue(value, `run ${runId} context key ${JSON.stringify(key)}`)));
           },
           async note(text) {

@@ -16,6 +16,7 @@ import { subOrder } from '../core/hlc.js';
 import { MutationJournal } from '../core/journal.js';
 import { deepFreeze, findJsonProblem, type JsonValue } from '../core/json.js';
 import { parseMessage, type Message } from '../core/message.js';
+import { checkName } from '../core/names.js';
 import { StatePatchSchema, type PrefixData } from '../core/ops.js';
 import { PrefixContext } from '../core/prefix.js';
 import { applyScope, type ContextScope } from '../core/scopes.js';
@@ -99,8 +100,8 @@ export interface Session {
   close(): Promise<void>;
 }
 
-/** Imports an export; implemented by the Tabula handle (used by fork). */
-export type SessionImporter = (data: SessionExport, contextSchema?: z.ZodObject) => Promise<Session>;
+/** Imports an export under `userId` (used by fork). */
+export type SessionImporter = (data: SessionExport, options: { userId: string; contextSchema?: z.ZodObject | undefined }) => Promise<Session>;
 
 const STATE_KEYS = ['summary', 'tasks', 'plan', 'permissions', 'tools', 'context'] as const;
 
@@ -429,8 +430,9 @@ export function createSessionHandle(init: SessionHandleInit): Session {
 
     async fork(newSessionId, options = {}) {
       const data = await exportWithBoard();
-      const forkUserId = options.userId ?? userId;
-      return init.importSession({ ...data, userId: forkUserId, sessionId: newSessionId, forkOf: { userId, sessionId } }, contextSchema);
+      const forkUserId = checkName(options.userId ?? userId, 'fork({ userId })');
+      checkName(newSessionId, 'fork(sessionId)');
+      return init.importSession({ ...data, userId: forkUserId, sessionId: newSessionId, forkOf: { userId, sessionId } }, { userId: forkUserId, contextSchema });
     },
 
     async checkpoint(checkpointLabel) {

@@ -6,6 +6,7 @@
 import type { z } from 'zod';
 import { TabulaError } from '../core/errors.js';
 import { createHlc } from '../core/hlc.js';
+import { checkName } from '../core/names.js';
 import { ApproxTokenCounter, type TokenCounter } from '../core/tokens.js';
 import { createBoardRegistry } from '../blackboard/registry.js';
 import { createTokenCounter } from '../tokens/counter.js';
@@ -52,7 +53,7 @@ export interface Tabula {
   sessions(query?: { userId?: string }): Promise<SessionInfo[]>;
   /** Deletes a session and everything kept with it. */
   deleteSession(sessionId: string, options?: { userId?: string }): Promise<void>;
-  /** Recreates a session from `session.export()` output; refuses an id that exists. */
+  /** Recreates a session from `session.export()` output under this Tabula's user (whoever the file names); refuses an id that exists. */
   importSession(data: SessionExport): Promise<Session>;
   /** Storage use of this origin (zeros where the StorageManager API is missing). */
   storage(): Promise<StorageEstimate>;
@@ -61,14 +62,7 @@ export interface Tabula {
   close(): Promise<void>;
 }
 
-const ID_MAX = 256;
-
-function checkId(value: unknown, what: string): string {
-  if (typeof value !== 'string' || value.length < 1 || value.length > ID_MAX) {
-    throw new TabulaError('argument/invalid', `${what} must be a string of 1–${ID_MAX} characters, got ${JSON.stringify(value)}.`);
-  }
-  return value;
-}
+const checkId = (value: unknown, what: string): string => checkName(value, what);
 
 /** Opens (creating or upgrading) the Tabula database `name`. */
 export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabula> {
@@ -147,9 +141,14 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     return handleFor(userId, sessionId, opts.contextSchema);
   }
 
-  async function importData(data: SessionExport, contextSchema?: z.ZodObject): Promise<Session> {
+  /**
+   * Imports under `userId`, whoever the file names: a session filed under a user this Tabula does not
+   * act for could be neither seen nor deleted through it.
+   */
+  async function importData(data: SessionExport, options: { userId: string; contextSchema?: z.ZodObject | undefined }): Promise<Session> {
     assertOpen(store);
-    const parsed = parseSessionExport(data);
+    const userId = checkId(options.userId, 'importSession({ userId })');
+    const parsed = { ...parseSessionExport(data), userId };
     await commit(store, parsed.userId, parsed.sessionId, `import session "${parsed.sessionId}"`, async (tx) => {
       if (tx.row()) {
         throw new TabulaError(
@@ -159,7 +158,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       }
       await importInto(tx, parsed);
     });
-    const handle = handleFor(parsed.userId, parsed.sessionId, contextSchema);
+    const handle = handleFor(parsed.userId, parsed.sessionId, options.contextSchema);
     if (parsed.blackboard && Object.keys(parsed.blackboard).length > 0) {
       await handle.blackboard.whenLoaded;
       handle.blackboard.update(parsed.blackboard);
@@ -212,7 +211,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       }
     },
 
-    importSession: (data) => importData(data),
+    importSession: (data) => importData(data, { userId: defaultUserId }),
 
     async storage() {
       const manager = typeof navigator === 'object' ? navigator.storage : undefined;

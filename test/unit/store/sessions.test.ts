@@ -115,4 +115,20 @@ describe('openTabula and sessions', () => {
     expect(await b.messageCount()).toBe(1);
     await tabula.close();
   });
+
+  it('an id that is not valid Unicode is refused before anything is written (issue 10 #12)', async () => {
+    const tabula = await freshTabula();
+    for (const bad of ['\ud800', 'a\udc00b', '']) {
+      await expect(tabula.session(bad)).rejects.toMatchObject({ code: 'argument/invalid' });
+      await expect(tabula.session('ok', { userId: bad })).rejects.toMatchObject({ code: 'argument/invalid' });
+    }
+    await expect(tabula.session('x'.repeat(257))).rejects.toMatchObject({ code: 'argument/invalid' });
+    const longest = await tabula.session('x'.repeat(256));
+    await longest.memory('m'.repeat(128)).set('k', 1);
+    expect(() => longest.memory('\ud800')).toThrow(expect.objectContaining({ code: 'argument/invalid' }) as Error);
+    expect((await tabula.sessions()).map((s) => s.sessionId)).toEqual(['x'.repeat(256)]);
+    await tabula.deleteSession('x'.repeat(256));
+    expect(await tabula.sessions()).toEqual([]);
+    await tabula.close();
+  });
 });
