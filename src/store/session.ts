@@ -112,6 +112,53 @@ function toPrefixData(prefix: PrefixContext): PrefixData {
   return { systemPrompt: prefix.systemPrompt, grounding: [...prefix.grounding], schemaBlock: prefix.schemaBlock };
 }
 
+/** How often save() runs a merge function before it gives up on a session that keeps changing under it. */
+const MAX_MERGE_ATTEMPTS = 8;
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value) as object | null;
+  return proto === null || Object.getPrototypeOf(proto) === null;
+}
+
+/** A value as a person reads it in an error message (JSON.stringify turns NaN into null and drops undefined). */
+function describeValue(value: unknown): string {
+  if (typeof value === 'number' || typeof value === 'bigint' || value === undefined) return String(value);
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'object' && value !== null && !Array.isArray(value) && !isPlainObject(value)) {
+    const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+    return typeof name === 'string' && name !== '' ? `an instance of ${name}` : 'an object with a custom prototype';
+  }
+  try {
+    return JSON.stringify(value) ?? typeof value;
+  } catch {
+    return Array.isArray(value) ? 'an array' : typeof value;
+  }
+}
+
+/** Validates save() options up front, so a bad policy is refused whether or not a conflict happens. */
+function checkSaveOptions(options: unknown): { expectedVersion: number | undefined; onConflict: ConflictPolicy } {
+  if (!isPlainObject(options)) throw new TabulaError('argument/invalid', `save(patch, options) takes an options object or nothing, got ${describeValue(options)}.`);
+  const { expectedVersion, onConflict = 'reject' } = options as SaveOptions;
+  if (expectedVersion !== undefined && (typeof expectedVersion !== 'number' || !Number.isSafeInteger(expectedVersion) || expectedVersion < 0)) {
+    throw new TabulaError('argument/invalid', `save({ expectedVersion }) takes the version number read from state(), got ${describeValue(expectedVersion)}.`);
+  }
+  if (onConflict !== 'reject' && onConflict !== 'overwrite' && typeof onConflict !== 'function') {
+    throw new TabulaError('argument/invalid', `save({ onConflict }) must be 'reject', 'overwrite' or a merge function, got ${describeValue(onConflict)}.`);
+  }
+  return { expectedVersion, onConflict };
+}
+
+function saveConflict(label: string, expected: number, actual: number, gaveUp: boolean): TabulaError {
+  return new TabulaError(
+    'session/conflict',
+    gaveUp
+      ? `save() for ${label}: the session changed again under each of ${MAX_MERGE_ATTEMPTS} merges (now at version ${actual}). Nothing was written; retry later.`
+      : `save() for ${label} expected version ${expected}, but the session is at version ${actual} (saved elsewhere meanwhile). ` +
+          'Nothing was written. Read state() again and retry, or pass onConflict: "overwrite" or a merge function.',
+  );
+}
+
 function toState(row: SessionRow): SessionState {
   return deepFreeze({ ...structuredClone(row.state), version: row.version, updatedAt: row.updatedAt });
 }
@@ -187,8 +234,8 @@ export function createSessionHandle(init: SessionHandleInit): Session {
   };
 
   const checkPatch = (patch: unknown, where: string): SessionStatePatch => {
-    if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) {
-      throw new TabulaError('argument/invalid', `${where} takes an object of state fields (${STATE_KEYS.join(', ')}).`);
+    if (!isPlainObject(patch)) {
+      throw new TabulaError('argument/invalid', `${where} takes a plain object of state fields (${STATE_KEYS.join(', ')}), got ${describeValue(patch)}.`);
     }
     for (const [key, value] of Object.entries(patch)) {
       const problem = findJsonProblem(value);
@@ -206,19 +253,6 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     }
     if (result.data.context) checkContextSchema(contextSchema, result.data.context, `save() for ${label}: state.context`);
     return result.data;
-  };
-
-  const resolveConflict = (policy: ConflictPolicy, current: SessionState, patch: SessionStatePatch, expected: number): SessionStatePatch => {
-    if (policy === 'overwrite') return patch;
-    if (policy === 'reject') {
-      throw new TabulaError(
-        'session/conflict',
-        `save() for ${label} expected version ${expected}, but the session is at version ${current.version} (saved elsewhere meanwhile). ` +
-          'Nothing was written. Read state() again and retry, or pass onConflict: "overwrite" or a merge function.',
-      );
-    }
-    if (typeof policy === 'function') return checkPatch(policy(current, patch), 'the onConflict merge function result');
-    throw new TabulaError('argument/invalid', `onConflict must be 'reject', 'overwrite' or a function, got ${JSON.stringify(policy)}.`);
   };
 
   const exportData = async (): Promise<SessionExport> => {
@@ -348,19 +382,28 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     },
 
     async save(patch, options = {}) {
-      let checked = checkPatch(patch, 'save()');
-      const { expectedVersion, onConflict = 'reject' } = options;
-      if (expectedVersion !== undefined && (!Number.isSafeInteger(expectedVersion) || expectedVersion < 0)) {
-        throw new TabulaError('argument/invalid', `save({ expectedVersion }) takes the version number read from state(), got ${JSON.stringify(expectedVersion)}.`);
+      const original = checkPatch(patch, 'save()');
+      const { expectedVersion, onConflict } = checkSaveOptions(options);
+      let checked = original;
+      let expected = expectedVersion;
+      // A merge function runs between transactions (it may be async, and IndexedDB commits a transaction
+      // that waits on anything else), so its result is saved compare-and-set against the version it saw.
+      for (let attempt = 1; ; attempt++) {
+        const outcome = await write<{ saved: SessionState } | { conflict: SessionState }>('save state', async (tx) => {
+          const row = tx.existing();
+          if (expected !== undefined && row.version !== expected && onConflict !== 'overwrite') {
+            if (onConflict === 'reject' || attempt > MAX_MERGE_ATTEMPTS) throw saveConflict(label, expected, row.version, attempt > MAX_MERGE_ATTEMPTS);
+            return { conflict: toState(row) };
+          }
+          await tx.emit('state.save', { version: row.version + 1, patch: checked });
+          return { saved: toState(tx.existing()) };
+        });
+        if ('saved' in outcome) return outcome.saved;
+        if (typeof onConflict !== 'function') throw new TabulaError('argument/invalid', 'unreachable: a conflict without a merge function');
+        const merged: unknown = await onConflict(outcome.conflict, original);
+        checked = checkPatch(merged, 'the onConflict merge function result');
+        expected = outcome.conflict.version;
       }
-      return write('save state', async (tx) => {
-        const row = tx.existing();
-        if (expectedVersion !== undefined && row.version !== expectedVersion) {
-          checked = resolveConflict(onConflict, toState(row), checked, expectedVersion);
-        }
-        await tx.emit('state.save', { version: row.version + 1, patch: checked });
-        return toState(tx.existing());
-      });
     },
 
     async clearContext() {
@@ -464,6 +507,9 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     },
 
     async restore(checkpointId) {
+      if (typeof checkpointId !== 'string' || checkpointId === '') {
+        throw new TabulaError('argument/invalid', `restore(checkpointId) takes the id of a checkpoint from session.checkpoints(), got ${describeValue(checkpointId)}.`);
+      }
       await write('restore a checkpoint', async (tx) => {
         const row = tx.existing();
         const checkpoint = await db.checkpoints.get(checkpointId);

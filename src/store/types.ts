@@ -32,7 +32,13 @@ export type SessionStatePatch = Partial<Omit<SessionState, 'version' | 'updatedA
 export type ConflictPolicy =
   | 'reject'
   | 'overwrite'
-  | ((current: SessionState, patch: SessionStatePatch) => SessionStatePatch);
+  /**
+   * A merge: gets the session as it is now and the caller's patch, returns
+   * (or resolves to) the patch to save instead. Its result is validated like
+   * a patch and saved compare-and-set; if the session changed again
+   * meanwhile, the function runs again (at most 8 times).
+   */
+  | ((current: SessionState, patch: SessionStatePatch) => SessionStatePatch | Promise<SessionStatePatch>);
 
 export interface SaveOptions {
   /** Compare-and-set: the version the caller read. Omit for last-write-wins. */
