@@ -135,7 +135,10 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     } else {
       // Opening an existing session is a read; only a new one costs a write transaction.
       await commit(store, userId, sessionId, `create session "${sessionId}"`, async (tx) => {
-        if (!tx.row()) await tx.emit('session.create', { createdAt: Date.now(), forkOf: null });
+        if (tx.row()) return;
+        await tx.emit('session.create', { createdAt: Date.now(), forkOf: null });
+        // Never hand out a handle to a session that was not created: every write through it would fail.
+        if (!tx.row()) throw new TabulaError('storage/failed', `Session "${sessionId}" of user "${userId}" could not be created over its deleted predecessor.`);
       });
     }
     return handleFor(userId, sessionId, opts.contextSchema);

@@ -14,7 +14,7 @@ import type { ChangeFeed } from './changes.js';
 import type { RunCoordinator } from './coordinator.js';
 import { mapStorageError } from './errors.js';
 import { newId } from './ids.js';
-import { checkRow, sessionTables, type SessionRow, type TabulaDb } from './schema.js';
+import { checkRow, sessionTables, tombstoneKey, type SessionRow, type TabulaDb } from './schema.js';
 
 /** Everything a session handle needs from the Tabula that opened it. */
 export interface StoreContext {
@@ -82,6 +82,12 @@ export async function commit<T>(
       const slot = await loadSlot(db, userId, sessionId);
       if (slot.row) checkRow('sessions', slot.key, slot.row);
       let after = slot.row?.lastOrder ?? '';
+      if (!slot.row) {
+        // A deleted session's tombstone may be ahead of this tab's clock (another tab's clock, or the
+        // system clock stepped back): a re-create must sort after it, or applyOp would refuse it.
+        const tombstone = await db.meta.get(tombstoneKey(userId, sessionId));
+        if (typeof tombstone?.value === 'string' && tombstone.value > after) after = tombstone.value;
+      }
       const nextOrder = (): string => {
         let order = clock.now();
         // Another tab or device may have written with a clock ahead of ours: stay causal.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isTabulaError, openTabula } from '../../../src/index.js';
+import { createDb, tombstoneKey } from '../../../src/store/schema.js';
 import { freshTabula, uniqueName } from './helpers.js';
 
 describe('openTabula and sessions', () => {
@@ -131,4 +132,24 @@ describe('openTabula and sessions', () => {
     expect(await tabula.sessions()).toEqual([]);
     await tabula.close();
   });
+
+  it('re-creating a session whose delete is ordered ahead of this tab’s clock works (issue 10 #7)', async () => {
+    const name = uniqueName();
+    const tabula = await freshTabula({ name });
+    await (await tabula.session('s')).append({ role: 'user', content: 'old life' });
+    await tabula.deleteSession('s');
+    // A tab whose clock runs years ahead deleted it again: its tombstone is far ahead of ours.
+    const raw = createDb(name);
+    await raw.meta.put({ key: tombstoneKey('anonymous', 's'), value: '009999999999999.000000.skewedtab' });
+    raw.close();
+    const again = await tabula.session('s');
+    await again.append({ role: 'user', content: 'new life' });
+    expect((await again.messages()).map((m) => m.content)).toEqual(['new life']);
+    expect((await tabula.sessions()).map((s) => s.sessionId)).toEqual(['s']);
+    const reopened = await freshTabula({ name });
+    expect((await (await reopened.session('s')).messages()).map((m) => m.content)).toEqual(['new life']);
+    await reopened.close();
+    await tabula.close();
+  });
 });
+
