@@ -17,7 +17,7 @@ import { MutationJournal } from '../core/journal.js';
 import { deepFreeze, findJsonProblem, type JsonValue } from '../core/json.js';
 import { parseMessage, type Message } from '../core/message.js';
 import { checkName } from '../core/names.js';
-import { StatePatchSchema, type PrefixData } from '../core/ops.js';
+import { StatePatchSchema, type MessageStatus, type PrefixData } from '../core/ops.js';
 import { PrefixContext } from '../core/prefix.js';
 import { applyScope, type ContextScope } from '../core/scopes.js';
 import type { SessionChange } from './changes.js';
@@ -110,6 +110,15 @@ function toPrefixData(prefix: PrefixContext): PrefixData {
     throw new TabulaError('argument/invalid', 'setPrefix() takes a PrefixContext; build one with new PrefixContext({ systemPrompt, grounding }).');
   }
   return { systemPrompt: prefix.systemPrompt, grounding: [...prefix.grounding], schemaBlock: prefix.schemaBlock };
+}
+
+/**
+ * The status of a message in a copy (export, fork, checkpoint). A message still streaming is copied as
+ * `interrupted` with its text so far: the stream writes to the original only, so in the copy it would
+ * stay `streaming` forever.
+ */
+function copiedStatus(status: MessageStatus): MessageStatus {
+  return status === 'streaming' ? 'interrupted' : status;
 }
 
 /** How often save() runs a merge function before it gives up on a session that keeps changing under it. */
@@ -279,7 +288,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
           state: row.state,
           messages: messages.map((m) => {
             checkRow('messages', [m.userId, m.sessionId, m.id], m);
-            return { id: m.id, order: m.order, createdAt: m.createdAt, status: m.status, message: m.message };
+            return { id: m.id, order: m.order, createdAt: m.createdAt, status: copiedStatus(m.status), message: m.message };
           }),
           journal: { entries: journal.map((j) => checkRow('journal', j.id, j).entry), watermark: row.journalWatermark },
           notes: notes.map((n) => checkRow('notes', n.id, n)).map(({ text, runId, scope, at }) => ({ text, runId, scope, at })),
@@ -494,7 +503,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
           snapshot: {
             prefix: row.prefix,
             state: row.state,
-            messages: rows.map(({ id: mid, order, createdAt, status, message }) => ({ id: mid, order, createdAt, status, message })),
+            messages: rows.map(({ id: mid, order, createdAt, status, message }) => ({ id: mid, order, createdAt, status: copiedStatus(status), message })),
           },
         });
         return Object.freeze({ id, label: checkpointLabel ?? null, at });

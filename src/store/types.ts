@@ -1,5 +1,7 @@
 /**
- * The public types of the session store (DESIGN.md §3.2).
+ * The public types of the session store: stored messages, state, notes,
+ * memory, runs and checkpoints as the Session API returns them. The Session
+ * interface itself is in session.ts, the export format in export.ts.
  */
 import type { z } from 'zod';
 import type { JsonValue } from '../core/json.js';
