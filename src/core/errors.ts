@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'session/exists'
   | 'checkpoint/not-found'
   | 'run/busy'
+  | 'run/nested'
   | 'run/interrupted'
   | 'run/stale'
   | 'stream/closed'

@@ -23,7 +23,7 @@ import { checkScope, createMemory } from './memory.js';
 import { addNote } from './notes.js';
 import { checkRow, type RunRow, type SessionRow } from './schema.js';
 import type { Memory, RunInfo, StoredMessage } from './types.js';
-import { commit, sessionNotFound, type StoreContext } from './writer.js';
+import { commit, sessionNotFound, type ActiveRun, type StoreContext } from './writer.js';
 
 /** What a run's function gets. */
 export interface RunContext {
@@ -75,6 +75,25 @@ function checkRunId(runId: unknown): string {
     throw new TabulaError('argument/invalid', `A runId must be a non-blank string of at most 128 characters, got ${JSON.stringify(runId)}.`);
   }
   return runId;
+}
+
+/**
+ * Whether the current call comes from inside the run whose fn is invoked by
+ * the function named `marker`. V8 (Chromium, Node) lists the async functions
+ * awaiting the current one in `Error().stack`, so a run() that fn awaits,
+ * however deep, names the marker; elsewhere only the synchronous check of
+ * {@link ActiveRun.synchronous} applies.
+ */
+function calledFromRun(marker: string): boolean {
+  const errorClass = Error as { stackTraceLimit?: number };
+  const limit = errorClass.stackTraceLimit;
+  // A deep call chain must not cut the marker off the trace.
+  errorClass.stackTraceLimit = Infinity;
+  try {
+    return new Error().stack?.includes(marker) ?? false;
+  } finally {
+    errorClass.stackTraceLimit = limit;
+  }
 }
 
 function stale(runId: string, what: string): TabulaError {
@@ -139,6 +158,16 @@ export function createRunner(deps: RunnerDeps) {
     if (outer?.aborted) throw new TabulaError('run/interrupted', `Run ${runId} was not started: its signal is already aborted.`, { cause: outer.reason });
 
     const lockName = coordinator.runLockName(userId, sessionId);
+    // A run started from inside a run of the same session would wait for the lock its own caller holds:
+    // both would hang, and every later run with them. Refuse it at once instead.
+    const active = store.activeRuns.get(lockName);
+    if (active && (active.synchronous || calledFromRun(active.marker))) {
+      throw new TabulaError(
+        'run/nested',
+        `run() was called from inside a run of ${label}; runs of one session do not nest (the inner one would wait for the outer one forever). ` +
+          'Do the work in the outer run through its ctx, or start the second run after the first has finished.',
+      );
+    }
     return coordinator.locks.request(lockName, { ifAvailable: !wait, ...(outer ? { signal: outer } : {}) }, async (lock) => {
       if (!lock) {
         throw new TabulaError('run/busy', `Another run holds ${label} (in this tab or another); wait for it, interrupt() it, or call run() without wait: false to queue.`);
@@ -212,9 +241,20 @@ export function createRunner(deps: RunnerDeps) {
             { cause },
           );
         let value: T;
+        const marker = `tabulaRun_${newId()}`;
+        const active: ActiveRun = { marker, synchronous: true };
+        // Named for this run, so that calledFromRun() finds it in the stack of anything fn awaits.
+        const invoke = { async [marker](body: typeof fn, context: RunContext): Promise<T> { return await body(context); } }[marker]!;
         try {
           if (controller.signal.aborted) throw controller.signal.reason;
-          value = await fn(ctx);
+          store.activeRuns.set(lockName, active);
+          let pending: Promise<T>;
+          try {
+            pending = invoke(fn, ctx);
+          } finally {
+            active.synchronous = false;
+          }
+          value = await pending;
         } catch (error) {
           ended = true;
           const wasInterrupted = controller.signal.aborted;
@@ -235,6 +275,8 @@ export function createRunner(deps: RunnerDeps) {
         }
         return value;
       } finally {
+        // We hold the session's lock, so the entry under its name, if any, is this run's.
+        store.activeRuns.delete(lockName);
         forget();
         outer?.removeEventListener('abort', onOuterAbort);
       }

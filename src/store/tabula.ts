@@ -91,6 +91,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     onError,
     coordinator: createRunCoordinator(name, platformLocks(), onError),
     openStreams: new Set(),
+    activeRuns: new Map(),
     background: new Set(),
     boards: createBoardRegistry({ name, peerId: newClientId(), onError }),
     closed: false,

@@ -31,9 +31,19 @@ export interface StoreContext {
   readonly boards: BoardRegistry;
   /** Writes left running in the background (token caches); close() waits for them. */
   readonly background: Set<Promise<unknown>>;
+  /** The runs in flight in this tab, by run lock name, to refuse a run nested in one of them. */
+  readonly activeRuns: Map<string, ActiveRun>;
   /** Streams not yet finished; close() interrupts them so their locks are released. */
   readonly openStreams: Set<{ abort(): Promise<unknown> }>;
   closed: boolean;
+}
+
+/** A run in flight in this tab (see runs.ts). */
+export interface ActiveRun {
+  /** The name of the function that calls the run's fn: it shows in the async stack of code fn awaits. */
+  readonly marker: string;
+  /** True while fn's synchronous part runs. */
+  synchronous: boolean;
 }
 
 /** The error for a session that is gone: deleted in this tab or another one. */

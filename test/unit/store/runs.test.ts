@@ -266,3 +266,46 @@ describe('session.run when the session is deleted meanwhile (issue 10 #3)', () =
     await tabula.close();
   });
 });
+
+describe('a run nested in a run of the same session (issue 10 #11)', () => {
+  it('fails at once with run/nested, called at the start or after awaits, and the session stays usable', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const other = await tabula.session('other');
+    await expect(session.run(async () => session.run(async () => 'inner'))).rejects.toMatchObject({ code: 'run/nested' });
+    const deep = async (): Promise<string> => {
+      await session.note('before');
+      return await session.run(async () => 'inner');
+    };
+    await expect(
+      session.run(async (ctx) => {
+        await ctx.note('working');
+        await Promise.resolve();
+        return await deep();
+      }),
+    ).rejects.toMatchObject({ code: 'run/nested' });
+    // Another session nests fine, and later runs of this one are not blocked.
+    expect(await session.run(async () => other.run(async () => 'other session'))).toBe('other session');
+    expect(await session.run(async () => 'later', { wait: false })).toBe('later');
+    await tabula.close();
+  });
+
+  it('a run queued from outside (not nested) still waits its turn', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    let release!: () => void;
+    let started!: () => void;
+    const startedNow = new Promise<void>((resolve) => (started = resolve));
+    const first = session.run(async () => {
+      const released = new Promise<void>((resolve) => (release = resolve));
+      started();
+      await released;
+      return 1;
+    });
+    await startedNow;
+    const second = session.run(async () => 2);
+    release();
+    expect(await Promise.all([first, second])).toEqual([1, 2]);
+    await tabula.close();
+  });
+});
