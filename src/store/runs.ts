@@ -14,7 +14,8 @@
  * should pass it on (fetch, streams) and return or throw promptly.
  */
 import type { z } from 'zod';
-import { TabulaError } from '../core/errors.js';
+import { checkOptions, describeValue } from '../core/args.js';
+import { TabulaError, isTabulaError } from '../core/errors.js';
 import { assertJsonValue, assertSafeKey, cloneJson, type JsonValue } from '../core/json.js';
 import type { Message } from '../core/message.js';
 import { checkContextSchema } from './context-schema.js';
@@ -72,7 +73,7 @@ export interface RunnerDeps {
 
 function checkRunId(runId: unknown): string {
   if (typeof runId !== 'string' || runId.trim() === '' || runId.length > 128) {
-    throw new TabulaError('argument/invalid', `A runId must be a non-blank string of at most 128 characters, got ${JSON.stringify(runId)}.`);
+    throw new TabulaError('argument/invalid', `A runId must be a non-blank string of at most 128 characters, got ${describeValue(runId)}.`);
   }
   return runId;
 }
@@ -94,6 +95,12 @@ function calledFromRun(marker: string): boolean {
   } finally {
     errorClass.stackTraceLimit = limit;
   }
+}
+
+function isAbortSignal(value: unknown): value is AbortSignal {
+  if (typeof AbortSignal === 'function' && value instanceof AbortSignal) return true;
+  const candidate = value as Partial<AbortSignal> | null;
+  return typeof candidate === 'object' && candidate !== null && typeof candidate.aborted === 'boolean' && typeof candidate.addEventListener === 'function';
 }
 
 function stale(runId: string, what: string): TabulaError {
@@ -149,9 +156,16 @@ export function createRunner(deps: RunnerDeps) {
       await db.runs.put({ ...record, status, endedAt: Date.now() });
     });
 
-  async function run<T>(fn: (ctx: RunContext) => Promise<T>, options: RunOptions = {}): Promise<T> {
+  async function run<T>(fn: (ctx: RunContext) => Promise<T>, runOptions?: RunOptions): Promise<T> {
     if (typeof fn !== 'function') throw new TabulaError('argument/invalid', 'run(fn) takes an async function (ctx) => result.');
-    const scope = checkScope(options.scope ?? 'default');
+    const options = checkOptions(runOptions, 'run(fn, options)');
+    const scope = options.scope === undefined ? 'default' : checkScope(options.scope);
+    if (options.signal !== undefined && !isAbortSignal(options.signal)) {
+      throw new TabulaError('argument/invalid', `run(fn, { signal }) takes an AbortSignal, got ${describeValue(options.signal)}.`);
+    }
+    if (options.wait !== undefined && typeof options.wait !== 'boolean') {
+      throw new TabulaError('argument/invalid', `run(fn, { wait }) takes true or false, got ${describeValue(options.wait)}.`);
+    }
     const runId = options.runId === undefined ? newId() : checkRunId(options.runId);
     const wait = options.wait ?? true;
     const outer = options.signal;
@@ -168,7 +182,7 @@ export function createRunner(deps: RunnerDeps) {
           'Do the work in the outer run through its ctx, or start the second run after the first has finished.',
       );
     }
-    return coordinator.locks.request(lockName, { ifAvailable: !wait, ...(outer ? { signal: outer } : {}) }, async (lock) => {
+    const held = coordinator.locks.request(lockName, { ifAvailable: !wait, ...(outer ? { signal: outer } : {}) }, async (lock) => {
       if (!lock) {
         throw new TabulaError('run/busy', `Another run holds ${label} (in this tab or another); wait for it, interrupt() it, or call run() without wait: false to queue.`);
       }
@@ -203,7 +217,7 @@ export function createRunner(deps: RunnerDeps) {
             return value === undefined ? undefined : cloneJson(value);
           },
           set(key, value) {
-            live(`set("${key}")`);
+            live(`set(${describeValue(key)})`);
             if (typeof key !== 'string' || key === '') throw new TabulaError('argument/invalid', 'ctx.set(key, value) takes a non-empty string key.');
             assertSafeKey(key, `run ${runId} context key`);
             changes.set(key, cloneJson(assertJsonValue(value, `run ${runId} context key ${JSON.stringify(key)}`)));
@@ -216,11 +230,11 @@ export function createRunner(deps: RunnerDeps) {
             get: (key) => memory.get(key),
             keys: () => memory.keys(),
             async set(key, value) {
-              live(`memory.set("${key}")`);
+              live(`memory.set(${describeValue(key)})`);
               await memory.set(key, value);
             },
             async delete(key) {
-              live(`memory.delete("${key}")`);
+              live(`memory.delete(${describeValue(key)})`);
               await memory.delete(key);
             },
             async clear() {
@@ -281,6 +295,15 @@ export function createRunner(deps: RunnerDeps) {
         outer?.removeEventListener('abort', onOuterAbort);
       }
     });
+    try {
+      return await held;
+    } catch (error) {
+      // A run still queued for the lock when its signal aborts gets the platform's AbortError.
+      if (outer?.aborted && !isTabulaError(error)) {
+        throw new TabulaError('run/interrupted', `Run ${runId} was not started: its signal aborted while it waited for ${label}.`, { cause: error });
+      }
+      throw error;
+    }
   }
 
   /** Aborts the run in flight on this session, in any tab; false when idle. */

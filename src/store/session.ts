@@ -17,9 +17,10 @@ import { MutationJournal } from '../core/journal.js';
 import { deepFreeze, findJsonProblem, type JsonValue } from '../core/json.js';
 import { parseMessage, type Message } from '../core/message.js';
 import { checkName } from '../core/names.js';
+import { checkOptions, describeValue, isPlainObject } from '../core/args.js';
 import { StatePatchSchema, type MessageStatus, type PrefixData } from '../core/ops.js';
 import { PrefixContext } from '../core/prefix.js';
-import { applyScope, type ContextScope } from '../core/scopes.js';
+import { applyScope, requireScope, type ContextScope } from '../core/scopes.js';
 import type { SessionChange } from './changes.js';
 import { mapStorageError } from './errors.js';
 import { parseSessionExport, type SessionExport } from './export.js';
@@ -124,27 +125,6 @@ function copiedStatus(status: MessageStatus): MessageStatus {
 /** How often save() runs a merge function before it gives up on a session that keeps changing under it. */
 const MAX_MERGE_ATTEMPTS = 8;
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value) as object | null;
-  return proto === null || Object.getPrototypeOf(proto) === null;
-}
-
-/** A value as a person reads it in an error message (JSON.stringify turns NaN into null and drops undefined). */
-function describeValue(value: unknown): string {
-  if (typeof value === 'number' || typeof value === 'bigint' || value === undefined) return String(value);
-  if (typeof value === 'function') return 'a function';
-  if (typeof value === 'object' && value !== null && !Array.isArray(value) && !isPlainObject(value)) {
-    const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
-    return typeof name === 'string' && name !== '' ? `an instance of ${name}` : 'an object with a custom prototype';
-  }
-  try {
-    return JSON.stringify(value) ?? typeof value;
-  } catch {
-    return Array.isArray(value) ? 'an array' : typeof value;
-  }
-}
-
 /** Validates save() options up front, so a bad policy is refused whether or not a conflict happens. */
 function checkSaveOptions(options: unknown): { expectedVersion: number | undefined; onConflict: ConflictPolicy } {
   if (!isPlainObject(options)) throw new TabulaError('argument/invalid', `save(patch, options) takes an options object or nothing, got ${describeValue(options)}.`);
@@ -175,7 +155,7 @@ function toState(row: SessionRow): SessionState {
 function checkLast(last: unknown): number | undefined {
   if (last === undefined) return undefined;
   if (typeof last !== 'number' || !Number.isSafeInteger(last) || last < 0) {
-    throw new TabulaError('argument/invalid', `messages({ last }) takes a whole number ≥ 0, got ${JSON.stringify(last)}.`);
+    throw new TabulaError('argument/invalid', `messages({ last }) takes a whole number ≥ 0, got ${describeValue(last)}.`);
   }
   return last;
 }
@@ -331,10 +311,11 @@ export function createSessionHandle(init: SessionHandleInit): Session {
       });
     },
 
-    async messages(options = {}) {
-      const last = checkLast(options.last);
-      if (!options.scope) return readMessages(last);
-      const scoped = applyScope(options.scope, await readMessages());
+    async messages(options) {
+      const { last: lastOption, scope } = checkOptions(options, 'messages(options)');
+      const last = checkLast(lastOption);
+      if (scope === undefined || scope === null) return readMessages(last);
+      const scoped = applyScope(requireScope(scope, 'messages({ scope })'), await readMessages());
       return last === undefined ? scoped : scoped.slice(Math.max(0, scoped.length - last));
     },
 
@@ -462,7 +443,8 @@ export function createSessionHandle(init: SessionHandleInit): Session {
       return countSessionTokens({ store, userId, sessionId, label, readRow });
     },
 
-    async toContext(options = {}) {
+    async toContext(options) {
+      options = checkOptions(options, 'toContext(options)');
       const [row, messages, entries] = await Promise.all([readRow(), session.messages(options), readJournal(), board.blackboard.whenLoaded]);
       const journal = new MutationJournal<unknown>(entries.slice(0, row.journalWatermark));
       journal.apply(entries.slice(row.journalWatermark));
@@ -480,10 +462,10 @@ export function createSessionHandle(init: SessionHandleInit): Session {
       return (await session.toContext()).freeze();
     },
 
-    async fork(newSessionId, options = {}) {
-      const data = await exportWithBoard();
-      const forkUserId = checkName(options.userId ?? userId, 'fork({ userId })');
+    async fork(newSessionId, options) {
+      const forkUserId = checkName(checkOptions(options, 'fork(sessionId, options)').userId ?? userId, 'fork({ userId })');
       checkName(newSessionId, 'fork(sessionId)');
+      const data = await exportWithBoard();
       return init.importSession({ ...data, userId: forkUserId, sessionId: newSessionId, forkOf: { userId, sessionId } }, { userId: forkUserId, contextSchema });
     },
 
@@ -533,6 +515,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     export: exportWithBoard,
 
     subscribe(listener) {
+      if (typeof listener !== 'function') throw new TabulaError('argument/invalid', `subscribe(listener) takes a function, got ${describeValue(listener)}.`);
       ensureOpen();
       const unsubscribe = store.feed.subscribe(userId, sessionId, listener);
       unsubscribers.add(unsubscribe);

@@ -9,6 +9,7 @@
  * open (or opens it later) marks the message `interrupted`, keeping every
  * chunk flushed before.
  */
+import { describeValue } from '../core/args.js';
 import { TabulaError } from '../core/errors.js';
 import { parseMessage, type Message } from '../core/message.js';
 import { newId } from './ids.js';
@@ -51,7 +52,7 @@ export async function openStream(deps: StreamDeps, init: StreamInit): Promise<Me
   }
   const flushIntervalMs = init.flushIntervalMs ?? 100;
   if (typeof flushIntervalMs !== 'number' || !(flushIntervalMs >= 0) || !Number.isFinite(flushIntervalMs)) {
-    throw new TabulaError('argument/invalid', `stream({ flushIntervalMs }) must be a number of ms ≥ 0, got ${String(flushIntervalMs)}.`);
+    throw new TabulaError('argument/invalid', `stream({ flushIntervalMs }) must be a number of ms ≥ 0, got ${describeValue(flushIntervalMs)}.`);
   }
 
   const id = newId();
@@ -170,7 +171,7 @@ export async function openStream(deps: StreamDeps, init: StreamInit): Promise<Me
       }
       if ('role' in final && final.role !== 'assistant') {
         return Promise.reject(
-          new TabulaError('argument/invalid', `done(final) of stream ${id}: a stream writes an assistant message; final.role ${JSON.stringify(final.role)} is refused.`),
+          new TabulaError('argument/invalid', `done(final) of stream ${id}: a stream writes an assistant message; final.role ${describeValue(final.role)} is refused.`),
         );
       }
       return finish('complete', final);

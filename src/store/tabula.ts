@@ -7,6 +7,7 @@ import type { z } from 'zod';
 import { TabulaError } from '../core/errors.js';
 import { createHlc } from '../core/hlc.js';
 import { checkName } from '../core/names.js';
+import { checkOptions } from '../core/args.js';
 import { ApproxTokenCounter, type TokenCounter } from '../core/tokens.js';
 import { createBoardRegistry } from '../blackboard/registry.js';
 import { createTokenCounter } from '../tokens/counter.js';
@@ -116,9 +117,10 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     });
   };
 
-  async function open(sessionId: string, opts: SessionOptions = {}): Promise<Session> {
+  async function open(sessionId: string, options?: SessionOptions): Promise<Session> {
     assertOpen(store);
     checkId(sessionId, 'session(sessionId)');
+    const opts = checkOptions(options, 'session(sessionId, options)');
     const userId = checkId(opts.userId ?? defaultUserId, 'session({ userId })');
     let existing;
     try {
@@ -174,9 +176,9 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   return {
     session: open,
 
-    async sessions(query = {}) {
+    async sessions(query) {
       assertOpen(store);
-      const userId = checkId(query.userId ?? defaultUserId, 'sessions({ userId })');
+      const userId = checkId(checkOptions(query, 'sessions(query)').userId ?? defaultUserId, 'sessions({ userId })');
       let rows;
       try {
         rows = await db.sessions
@@ -202,9 +204,9 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       });
     },
 
-    async deleteSession(sessionId, opts = {}) {
+    async deleteSession(sessionId, options) {
       checkId(sessionId, 'deleteSession(sessionId)');
-      const userId = checkId(opts.userId ?? defaultUserId, 'deleteSession({ userId })');
+      const userId = checkId(checkOptions(options, 'deleteSession(sessionId, options)').userId ?? defaultUserId, 'deleteSession({ userId })');
       await commit(store, userId, sessionId, `delete session "${sessionId}"`, async (tx) => {
         if (tx.row()) await tx.emit('session.delete', {});
       });

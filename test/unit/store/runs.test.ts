@@ -309,3 +309,33 @@ describe('a run nested in a run of the same session (issue 10 #11)', () => {
     await tabula.close();
   });
 });
+
+describe('a queued run aborted through its signal (issue 10 #12)', () => {
+  it('rejects with run/interrupted, not a raw AbortError, and never starts', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    let release!: () => void;
+    let started!: () => void;
+    const startedNow = new Promise<void>((resolve) => (started = resolve));
+    const first = session.run(async () => {
+      const released = new Promise<void>((resolve) => (release = resolve));
+      started();
+      await released;
+    });
+    await startedNow;
+    const controller = new AbortController();
+    let ran = false;
+    const queued = session.run(
+      async () => {
+        ran = true;
+      },
+      { signal: controller.signal },
+    );
+    controller.abort();
+    await expect(queued).rejects.toMatchObject({ code: 'run/interrupted' });
+    release();
+    await first;
+    expect(ran).toBe(false);
+    await tabula.close();
+  });
+});
