@@ -168,13 +168,20 @@ export interface SessionHandleInit {
   importSession: SessionImporter;
 }
 
-/** Builds the handle of an existing session. */
-export function createSessionHandle(init: SessionHandleInit): Session {
+/**
+ * Builds the handle of an existing session, and the function that releases what it holds (its lease on
+ * the blackboard, its subscriptions). `release` does not reference the handle, so it can run after the
+ * handle was garbage-collected (see handles.ts).
+ */
+export function createSessionHandle(init: SessionHandleInit): { session: Session; release: () => Promise<void> } {
   const { store, userId, sessionId, contextSchema } = init;
   const { db } = store;
   const label = `session "${sessionId}" of user "${userId}"`;
   const unsubscribers = new Set<() => void>();
   const board = store.boards.acquire(userId, sessionId);
+  // The lease's release alone (it does not use `this`): holding the lease would hold its blackboard, and so the handle.
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- BoardLease.release is a closure that never reads `this`.
+  const release = releaser(board.release, unsubscribers);
   let closed = false;
 
   const ensureOpen = () => {
@@ -528,12 +535,22 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     async close() {
       if (closed) return;
       closed = true;
-      for (const unsubscribe of unsubscribers) unsubscribe();
-      unsubscribers.clear();
-      await board.release();
+      await release();
     },
   };
-  return session;
+  return { session, release };
+}
+
+/**
+ * Built outside createSessionHandle on purpose: a closure made there would share its scope, which holds
+ * the handle, and keep it alive.
+ */
+function releaser(releaseBoard: () => Promise<void>, unsubscribers: Set<() => void>): () => Promise<void> {
+  return async () => {
+    for (const unsubscribe of unsubscribers) unsubscribe();
+    unsubscribers.clear();
+    await releaseBoard();
+  };
 }
 
 /** Validates and rewrites an export into the ops that recreate it (used by import and fork). */

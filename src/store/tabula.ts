@@ -19,6 +19,7 @@ import { mapStorageError } from './errors.js';
 import { parseSessionExport, type SessionExport } from './export.js';
 import { newClientId } from './ids.js';
 import { createDb, checkRow } from './schema.js';
+import { createHandleTracker, releaseBoth } from './handles.js';
 import { createSessionHandle, importInto, type Session } from './session.js';
 import type { SessionInfo, SessionOptions } from './types.js';
 import { assertOpen, commit, type StoreContext } from './writer.js';
@@ -98,23 +99,15 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     closed: false,
   };
   const recovery = createRecovery(store);
-  const handles = new Set<Session>();
+  const handles = createHandleTracker(onError);
 
   const handleFor = (userId: string, sessionId: string, contextSchema: z.ZodObject | undefined): Session => {
-    const handle = createSessionHandle({ store, userId, sessionId, contextSchema, importSession: importData });
-    handles.add(handle);
+    const { session, release } = createSessionHandle({ store, userId, sessionId, contextSchema, importSession: importData });
     // A stream started in another tab gets a watcher here, so its tab crashing is noticed at once.
     const stopWatching = store.feed.subscribe(userId, sessionId, (change) => {
       if (change.origin === 'tab' && change.kinds.includes('message.append')) recovery.schedule(userId, sessionId);
     });
-    const close = handle.close.bind(handle);
-    return Object.assign(handle, {
-      close: async () => {
-        stopWatching();
-        handles.delete(handle);
-        await close();
-      },
-    });
+    return handles.track(session, releaseBoth(stopWatching, release));
   };
 
   async function open(sessionId: string, options?: SessionOptions): Promise<Session> {
@@ -240,7 +233,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       if (store.closed) return;
       // An unfinished stream is interrupted, not left dangling: its text so far is kept.
       await Promise.all([...store.openStreams].map((stream) => stream.abort().catch(() => undefined)));
-      await Promise.all([...handles].map((handle) => handle.close()));
+      await handles.closeAll();
       await Promise.allSettled([...store.background]);
       await store.boards.close();
       store.closed = true;
