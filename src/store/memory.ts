@@ -42,8 +42,11 @@ function checkValue(key: string, value: unknown): JsonValue {
   return value as JsonValue;
 }
 
-/** The Memory of one session and scope; writes throw `session/not-found` once the session is deleted. */
-export function createMemory(store: StoreContext, userId: string, sessionId: string, scope: string): Memory {
+/**
+ * The Memory of one session and scope; writes throw `session/not-found` once the session is deleted
+ * (or, with `life`, once the session that had that `createdOrder` is gone, even if re-created).
+ */
+export function createMemory(store: StoreContext, userId: string, sessionId: string, scope: string, life?: string): Memory {
   checkScope(scope);
   const where = `memory "${scope}" of session "${sessionId}"`;
 
@@ -77,14 +80,14 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
       checkKey(key);
       const checked = checkValue(key, value);
       await write(`set key "${key}"`, async (tx) => {
-        tx.existing();
+        tx.existing(life);
         await tx.emit('memory.set', { scope, key, value: checked });
       });
     },
     async delete(key) {
       checkKey(key);
       await write(`delete key "${key}"`, async (tx) => {
-        tx.existing();
+        tx.existing(life);
         await tx.emit('memory.delete', { scope, key });
       });
     },
@@ -93,7 +96,7 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
     },
     async clear() {
       await write('clear', async (tx) => {
-        tx.existing();
+        tx.existing(life);
         const rows = await store.db.memory.where('[userId+sessionId+scope]').equals([userId, sessionId, scope]).toArray();
         for (const row of rows) if (!row.deleted) await tx.emit('memory.delete', { scope, key: row.key });
       });

@@ -24,13 +24,13 @@ export function checkNote(text: unknown): text is string {
 /** Saves a note at once. */
 export async function addNote(
   store: StoreContext,
-  target: { userId: string; sessionId: string; label: string },
+  target: { userId: string; sessionId: string; label: string; life?: string },
   text: string,
   origin: { runId: string | null; scope: string | null },
 ): Promise<void> {
   if (!checkNote(text)) return;
   await commit(store, target.userId, target.sessionId, `add a note (${target.label})`, async (tx) => {
-    tx.existing();
+    tx.existing(target.life);
     await tx.emit('note.add', { text, runId: origin.runId, scope: origin.scope, at: Date.now() });
   });
 }

@@ -68,7 +68,8 @@ export interface RunnerDeps {
   sessionId: string;
   label: string;
   contextSchema: z.ZodObject | undefined;
-  append(message: Message | Message[]): Promise<StoredMessage[]>;
+  /** Appends to the session only while it is the one that had `createdOrder` `life`. */
+  append(message: Message | Message[], life: string): Promise<StoredMessage[]>;
 }
 
 function checkRunId(runId: unknown): string {
@@ -203,7 +204,8 @@ export function createRunner(deps: RunnerDeps) {
         const live = (what: string) => {
           if (ended) throw stale(runId, what);
         };
-        const memory = createMemory(store, userId, sessionId, record.scope);
+        // Every write through ctx is bound to this life of the session: after a delete and re-create it fails.
+        const memory = createMemory(store, userId, sessionId, record.scope, life);
         const ctx: RunContext = {
           runId,
           userId,
@@ -224,7 +226,7 @@ export function createRunner(deps: RunnerDeps) {
           },
           async note(text) {
             live('a note');
-            await addNote(store, { userId, sessionId, label }, text, { runId, scope: record.scope });
+            await addNote(store, { userId, sessionId, label, life }, text, { runId, scope: record.scope });
           },
           memory: {
             get: (key) => memory.get(key),
@@ -244,7 +246,7 @@ export function createRunner(deps: RunnerDeps) {
           },
           async append(message) {
             live('an append');
-            return deps.append(message);
+            return deps.append(message, life);
           },
         };
 

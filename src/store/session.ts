@@ -296,27 +296,30 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
     return { ...data, blackboard: board.blackboard.toJSON() };
   };
 
-  const runner = createRunner({ store, userId, sessionId, label, contextSchema, append: (message) => session.append(message) });
+  /** Appends; with `life`, only to the session that had that `createdOrder` (a run's appends). */
+  const appendMessages = async (input: Message | Message[], life?: string): Promise<StoredMessage[]> => {
+    const list = Array.isArray(input) ? input : [input];
+    const parsed = list.map((message, index) => parseMessage(message, `append() to ${label}: message[${index}]`));
+    if (parsed.length === 0) return [];
+    return write(`append ${parsed.length} message(s)`, async (tx) => {
+      tx.existing(life);
+      const stored: StoredMessage[] = [];
+      for (const message of parsed) {
+        const op = await tx.emit('message.append', { id: newId(), createdAt: Date.now(), status: 'complete', message });
+        if (op.kind === 'message.append') stored.push(toStoredMessage({ ...op.body, order: op.order }));
+      }
+      return stored;
+    });
+  };
+
+  const runner = createRunner({ store, userId, sessionId, label, contextSchema, append: appendMessages });
 
   const session: Session = {
     userId,
     sessionId,
     blackboard: board.blackboard,
 
-    async append(input) {
-      const list = Array.isArray(input) ? input : [input];
-      const parsed = list.map((message, index) => parseMessage(message, `append() to ${label}: message[${index}]`));
-      if (parsed.length === 0) return [];
-      return write(`append ${parsed.length} message(s)`, async (tx) => {
-        tx.existing();
-        const stored: StoredMessage[] = [];
-        for (const message of parsed) {
-          const op = await tx.emit('message.append', { id: newId(), createdAt: Date.now(), status: 'complete', message });
-          if (op.kind === 'message.append') stored.push(toStoredMessage({ ...op.body, order: op.order }));
-        }
-        return stored;
-      });
-    },
+    append: (input) => appendMessages(input),
 
     async messages(options) {
       const { last: lastOption, scope } = checkOptions(options, 'messages(options)');

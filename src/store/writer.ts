@@ -58,8 +58,11 @@ export function sessionNotFound(userId: string, sessionId: string): TabulaError 
 export interface Emitter {
   /** The session row as it is now in this transaction (undefined before session.create). */
   row(): SessionRow | undefined;
-  /** The session row; throws `session/not-found` when the session is gone. */
-  existing(): SessionRow;
+  /**
+   * The session row; throws `session/not-found` when the session is gone, or when `life` (a
+   * `createdOrder` read earlier) is given and the session was deleted and re-created since.
+   */
+  existing(life?: string): SessionRow;
   /** A fresh order key, after every op of the session so far. */
   nextOrder(): string;
   /** Makes an op with a fresh order key (after every op of the session), applies it, returns it. */
@@ -107,8 +110,8 @@ export async function commit<T>(
       };
       const emitter: Emitter = {
         row: () => slot.row,
-        existing() {
-          if (!slot.row) throw sessionNotFound(userId, sessionId);
+        existing(life) {
+          if (!slot.row || (life !== undefined && slot.row.createdOrder !== life)) throw sessionNotFound(userId, sessionId);
           return slot.row;
         },
         nextOrder,

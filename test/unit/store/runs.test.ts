@@ -252,6 +252,30 @@ describe('session.run when the session is deleted meanwhile (issue 10 #3)', () =
     await tabB.close();
   });
 
+  it('its ctx cannot write into a session re-created meanwhile: nothing of the old run reaches the new life', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    let recreated!: () => void;
+    let started!: () => void;
+    const recreatedNow = new Promise<void>((resolve) => (recreated = resolve));
+    const startedNow = new Promise<void>((resolve) => (started = resolve));
+    const run = session.run(async (ctx) => {
+      started();
+      await recreatedNow;
+      const refused = await Promise.allSettled([ctx.append({ role: 'user', content: 'old life' }), ctx.note('old note'), ctx.memory.set('k', 1)]);
+      return refused.map((r) => (r.status === 'rejected' ? (r.reason as { code?: string }).code : 'written'));
+    });
+    await startedNow;
+    await tabula.deleteSession('s');
+    const again = await tabula.session('s');
+    recreated();
+    await expect(run).rejects.toMatchObject({ code: 'session/not-found' });
+    expect(await again.messages()).toEqual([]);
+    expect(await again.notes()).toEqual([]);
+    expect(await again.memory().keys()).toEqual([]);
+    await tabula.close();
+  });
+
   it('a failing run on a deleted session rethrows its own error and leaves no run row behind', async () => {
     const tabula = await freshTabula();
     const session = await tabula.session('s');
