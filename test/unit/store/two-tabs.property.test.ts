@@ -23,7 +23,12 @@ type Command =
   | { kind: 'fork'; tab: 0 | 1 }
   | { kind: 'import'; tab: 0 | 1 }
   | { kind: 'delete'; tab: 0 | 1 }
-  | { kind: 'reopen'; tab: 0 | 1 };
+  | { kind: 'reopen'; tab: 0 | 1 }
+  // A stream or a run left open across steps, so that other calls land while it is in flight.
+  | { kind: 'streamOpen'; tab: 0 | 1; text: string }
+  | { kind: 'streamDone'; tab: 0 | 1 }
+  | { kind: 'runOpen'; tab: 0 | 1; value: number }
+  | { kind: 'runEnd'; tab: 0 | 1 };
 
 const tabArb = fc.constantFrom(0 as const, 1 as const);
 const commandArb: fc.Arbitrary<Command> = fc.oneof(
@@ -37,6 +42,10 @@ const commandArb: fc.Arbitrary<Command> = fc.oneof(
   fc.record({ kind: fc.constant('import' as const), tab: tabArb }),
   fc.record({ kind: fc.constant('delete' as const), tab: tabArb }),
   fc.record({ kind: fc.constant('reopen' as const), tab: tabArb }),
+  fc.record({ kind: fc.constant('streamOpen' as const), tab: tabArb, text: fc.string({ maxLength: 6 }) }),
+  fc.record({ kind: fc.constant('streamDone' as const), tab: tabArb }),
+  fc.record({ kind: fc.constant('runOpen' as const), tab: tabArb, value: fc.integer() }),
+  fc.record({ kind: fc.constant('runEnd' as const), tab: tabArb }),
 );
 /** A step is one command, or two racing (started together, awaited together). */
 const stepArb = fc.oneof({ weight: 3, arbitrary: fc.tuple(commandArb) }, { weight: 1, arbitrary: fc.tuple(commandArb, commandArb) });
@@ -50,12 +59,16 @@ interface World {
   acked: Map<string, number>;
   step: number;
   counter: number;
+  openStreams: { done(): Promise<{ id: string; content: unknown }>; abort(): Promise<unknown>; text: string }[];
+  openRun: { release: () => void; result: Promise<number>; value: number } | null;
 }
 
 /** What a resolved command acknowledged, and whether it may have removed messages. */
 interface Effect {
   messageIds: string[];
   destructive: boolean;
+  /** A run that resolved: the context value it committed, to be visible at once. */
+  context?: number;
 }
 
 async function execute(world: World, command: Command): Promise<Effect> {
@@ -76,12 +89,50 @@ async function execute(world: World, command: Command): Promise<Effect> {
       expect(done.content).toBe(command.chunks.join(''));
       return { messageIds: [done.id], destructive: false };
     }
+    case 'streamOpen': {
+      const stream = await session.stream({ role: 'assistant', flushIntervalMs: 0 });
+      stream.write(command.text);
+      world.openStreams.push(Object.assign(stream, { text: command.text }));
+      return { messageIds: [], destructive: false };
+    }
+    case 'streamDone': {
+      const stream = world.openStreams.shift();
+      if (!stream) return { messageIds: [], destructive: false };
+      const done = await stream.done();
+      expect(done.content).toBe(stream.text);
+      return { messageIds: [done.id], destructive: false };
+    }
+    case 'runOpen': {
+      if (world.openRun) return { messageIds: [], destructive: false };
+      let release!: () => void;
+      let started!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const startedNow = new Promise<void>((resolve) => (started = resolve));
+      const result = session.run(async (ctx) => {
+        started();
+        await gate;
+        ctx.set('last', command.value);
+        return command.value;
+      });
+      world.openRun = { release, result, value: command.value };
+      // Either the run starts, or it fails to (its session is gone): both end this step.
+      await Promise.race([startedNow, result.then(() => undefined)]);
+      return { messageIds: [], destructive: false };
+    }
+    case 'runEnd': {
+      const open = world.openRun;
+      if (!open) return { messageIds: [], destructive: false };
+      world.openRun = null;
+      open.release();
+      return { messageIds: [], destructive: false, context: await open.result };
+    }
     case 'run': {
+      // wait: false while a run is held open across steps: queueing behind it would wait for a later step.
       const ids = await session.run(async (ctx) => {
         ctx.set('last', command.value);
         const stored = await ctx.append({ role: 'assistant', content: command.text });
         return stored.map((m) => m.id);
-      });
+      }, { wait: world.openRun === null });
       expect((await session.state()).context.last).toBe(command.value);
       return { messageIds: ids, destructive: false };
     }
@@ -156,6 +207,8 @@ describe('two tabs interleaving random calls (property)', () => {
           acked: new Map(),
           step: 0,
           counter: 0,
+          openStreams: [],
+          openRun: null,
         };
         for (const step of steps) {
           world.step += 1;
@@ -173,6 +226,12 @@ describe('two tabs interleaving random calls (property)', () => {
               for (const id of result.value.messageIds) world.acked.set(id, world.step);
             }
           }
+          // A run that resolved committed its context: visible at once, unless something raced it in this step.
+          const settledRun = results.find((r): r is PromiseFulfilledResult<Effect> => r.status === 'fulfilled' && r.value.context !== undefined);
+          if (settledRun && step.length === 1) {
+            const state = await (await tabs[0].session('s')).state();
+            expect(state.context.last, 'a run resolved but its context is not stored').toBe(settledRun.value.context);
+          }
           // Both tabs see every acknowledged message.
           for (const tab of tabs) {
             const listed = (await tab.sessions()).some((s) => s.sessionId === 's');
@@ -186,6 +245,12 @@ describe('two tabs interleaving random calls (property)', () => {
             await session.close();
           }
         }
+        // Finish what is still open: a run held open, streams left streaming.
+        if (world.openRun) {
+          world.openRun.release();
+          await world.openRun.result.catch((error: unknown) => expect(isTabulaError(error)).toBe(true));
+        }
+        for (const stream of world.openStreams) await stream.abort().catch((error: unknown) => expect(isTabulaError(error)).toBe(true));
         const before = await readAll(tabs[0], world.copies);
         expect(await readAll(tabs[1], world.copies)).toEqual(before);
         await tabs[0].close();
