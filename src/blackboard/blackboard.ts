@@ -9,7 +9,7 @@
  */
 import type * as Y from 'yjs';
 import { TabulaError } from '../core/errors.js';
-import { assertJsonValue, cloneJson, type JsonValue } from '../core/json.js';
+import { assertJsonValue, assertSafeKey, cloneJson, type JsonValue } from '../core/json.js';
 import { BLACKBOARD_MAP, MAX_BLACKBOARD_DEPTH, nestingDepth } from './validate.js';
 
 /** Where a change came from: this tab, another tab, or the sync server. */
@@ -100,7 +100,7 @@ function checkKey(key: unknown): string {
   if (typeof key !== 'string' || key === '') {
     throw new TabulaError('argument/invalid', `A blackboard key must be a non-empty string, got ${describe(key)}.`);
   }
-  return key;
+  return assertSafeKey(key, 'blackboard key');
 }
 
 /** Builds the Blackboard API over `init.doc`. */

@@ -9,12 +9,13 @@
  * merge, slice, diff, freeze, and the token budget check. It does not
  * compact, persist or call a model; sessions (the store) and callers do.
  */
+import { checkIterable, checkOptions, checkRecord, describeValue } from './args.js';
 import { TabulaError } from './errors.js';
 import { MutationJournal } from './journal.js';
-import { assertJsonValue, cloneJson, deepFreeze, stableKey, structuralEqual, type JsonValue } from './json.js';
+import { assertJsonValue, assertSafeKey, cloneJson, deepFreeze, stableKey, structuralEqual, type JsonValue } from './json.js';
 import { parseMessage, type Message } from './message.js';
 import { PrefixContext } from './prefix.js';
-import { applyScope, type ContextScope } from './scopes.js';
+import { applyScope, requireScope, type ContextScope } from './scopes.js';
 import { ApproxTokenCounter, type TokenCounter } from './tokens.js';
 
 /** What a {@link WorkingContext} starts from. */
@@ -58,7 +59,7 @@ export interface FrozenContext {
 
 function requireLimit(limit: number | null): number | null {
   if (limit !== null && (!Number.isSafeInteger(limit) || limit < 0)) {
-    throw new TabulaError('argument/invalid', `WorkingContext limit must be a whole number of tokens ≥ 0 or null, got ${String(limit)}.`);
+    throw new TabulaError('argument/invalid', `WorkingContext limit must be a whole number of tokens ≥ 0 or null, got ${describeValue(limit)}.`);
   }
   return limit;
 }
@@ -116,10 +117,26 @@ export function freezeContext(
       return key;
     },
     equals(other) {
+      if (typeof (other as Partial<FrozenContext> | null)?.key !== 'function') {
+        throw new TabulaError('argument/invalid', `frozen.equals(other) compares with a FrozenContext (from context.freeze()), got ${describeValue(other)}.`);
+      }
       return other === snapshot || other.key() === snapshot.key();
     },
   };
   return Object.freeze(snapshot);
+}
+
+function requireContext(value: unknown, what: string): void {
+  if (!(value instanceof WorkingContext)) throw new TabulaError('argument/invalid', `${what} takes a WorkingContext, got ${describeValue(value)}.`);
+}
+
+/** A scratchpad entry's value, after checking its key (a non-empty string, not `__proto__`) and that the value is JSON. */
+function scratchpadValue(key: unknown, value: unknown): JsonValue {
+  if (typeof key !== 'string' || key === '') {
+    throw new TabulaError('argument/invalid', `A scratchpad key must be a non-empty string, got ${describeValue(key)}.`);
+  }
+  assertSafeKey(key, 'scratchpad key');
+  return assertJsonValue(value, `scratchpad key ${JSON.stringify(key)}`);
 }
 
 /** An agent's working memory: prefix, messages, scratchpad and journal. */
@@ -134,13 +151,14 @@ export class WorkingContext {
   #lock: Promise<unknown> = Promise.resolve();
 
   constructor(init: WorkingContextInit = {}) {
+    init = checkOptions(init, 'new WorkingContext(init)');
     this.#prefix = requirePrefix(init.prefix ?? new PrefixContext());
     this.#messages = [];
     let index = 0;
-    for (const message of init.messages ?? []) this.#messages.push(parseMessage(message, `messages[${index++}]`));
+    for (const message of checkIterable(init.messages === undefined ? [] : init.messages, 'WorkingContext messages')) this.#messages.push(parseMessage(message, `messages[${index++}]`));
     this.#scratchpad = new Map();
-    for (const [key, value] of Object.entries(init.scratchpad ?? {})) {
-      this.#scratchpad.set(key, assertJsonValue(value, `scratchpad key ${JSON.stringify(key)}`));
+    for (const [key, value] of Object.entries(checkRecord(init.scratchpad === undefined ? {} : init.scratchpad, 'WorkingContext scratchpad'))) {
+      this.#scratchpad.set(key, scratchpadValue(key, value));
     }
     this.journal = init.journal ?? new MutationJournal();
     this.tokenCounter = init.tokenCounter ?? new ApproxTokenCounter();
@@ -149,6 +167,10 @@ export class WorkingContext {
 
   /** Rebuilds a live context from a snapshot. Its scratchpad values stay frozen: replace them, don't edit them. */
   static fromFrozen(frozen: FrozenContext): WorkingContext {
+    const candidate = frozen as Partial<FrozenContext> | null;
+    if (typeof candidate?.key !== 'function' || !(candidate.prefix instanceof PrefixContext) || !Array.isArray(candidate.scratchpad)) {
+      throw new TabulaError('argument/invalid', `WorkingContext.fromFrozen() takes a FrozenContext (from context.freeze()), got ${describeValue(frozen)}; for data that crossed a worker use fromFrozenData().`);
+    }
     return new WorkingContext({
       prefix: frozen.prefix,
       messages: frozen.messages,
@@ -182,7 +204,7 @@ export class WorkingContext {
   extend(messages: Iterable<Message>): void {
     const start = this.#messages.length;
     const parsed: Message[] = [];
-    for (const message of messages) parsed.push(parseMessage(message, `message appended at index ${start + parsed.length}`));
+    for (const message of checkIterable(messages, 'context.extend(messages)')) parsed.push(parseMessage(message, `message appended at index ${start + parsed.length}`));
     if (parsed.length === 0) return;
     this.#messages.push(...parsed);
     this.#messagesView = null;
@@ -195,13 +217,13 @@ export class WorkingContext {
 
   /** Sets a scratchpad value; last write wins. Throws `schema/invalid` for a value that is not JSON. */
   set(key: string, value: JsonValue): void {
-    this.#scratchpad.set(key, assertJsonValue(value, `scratchpad key ${JSON.stringify(key)}`));
+    this.#scratchpad.set(key, scratchpadValue(key, value));
   }
 
   /** Sets several scratchpad values; if any is not JSON, none is set. */
   update(values: Record<string, JsonValue>): void {
-    const checked = Object.entries(values).map(
-      ([key, value]) => [key, assertJsonValue(value, `scratchpad key ${JSON.stringify(key)}`)] as const,
+    const checked = Object.entries(checkRecord(values, 'context.update(values)')).map(
+      ([key, value]) => [key, scratchpadValue(key, value)] as const,
     );
     for (const [key, value] of checked) this.#scratchpad.set(key, value);
   }
@@ -247,9 +269,10 @@ export class WorkingContext {
    * reference) and its journal entries are applied after ours.
    */
   merge(other: WorkingContext, options: { mode?: 'concat' | 'union' } = {}): this {
-    const mode = options.mode ?? 'concat';
+    requireContext(other, 'context.merge(other)');
+    const mode = checkOptions(options, 'context.merge(other, options)').mode ?? 'concat';
     if (mode !== 'concat' && mode !== 'union') {
-      throw new TabulaError('argument/invalid', `merge mode must be 'concat' or 'union', got ${JSON.stringify(mode)}.`);
+      throw new TabulaError('argument/invalid', `merge mode must be 'concat' or 'union', got ${describeValue(mode)}.`);
     }
     let incoming = other.#messages;
     if (mode === 'union') {
@@ -277,7 +300,7 @@ export class WorkingContext {
    * journal is a copy with the same entries and watermark.
    */
   slice(scope: ContextScope): WorkingContext {
-    return this.#derive(applyScope(scope, this.#messages), Object.fromEntries(this.#scratchpad), this.journal.clone());
+    return this.#derive(applyScope(requireScope(scope, 'context.slice(scope)'), this.#messages), Object.fromEntries(this.#scratchpad), this.journal.clone());
   }
 
   /**
@@ -285,6 +308,7 @@ export class WorkingContext {
    * value, counting repeats; the journal is left out (it has its own diff).
    */
   diff(other: WorkingContext): ContextDiff {
+    requireContext(other, 'context.diff(other)');
     const scratchpadChanges: Record<string, JsonValue | null> = {};
     for (const [key, value] of this.#scratchpad) {
       if (!other.#scratchpad.has(key) || !structuralEqual(value, other.#scratchpad.get(key))) {

@@ -19,9 +19,11 @@ export type ErrorCode =
   | 'session/exists'
   | 'checkpoint/not-found'
   | 'run/busy'
+  | 'run/nested'
   | 'run/interrupted'
   | 'run/stale'
   | 'stream/closed'
+  | 'stream/dropped'
   | 'tokens/aborted'
   | 'note/too-long'
   | 'memory/bad-key'
@@ -88,7 +90,13 @@ export function isTabulaError(error: unknown, code?: ErrorCode): error is Tabula
  * value from outside the type system arrives anyway, the error names it.
  */
 export function assertNever(value: never, what: string): never {
-  throw new TabulaError('argument/invalid', `Unknown ${what}: ${JSON.stringify(value)}.`);
+  let shown: string;
+  try {
+    shown = JSON.stringify(value) ?? typeof value;
+  } catch {
+    shown = typeof value;
+  }
+  throw new TabulaError('argument/invalid', `Unknown ${what}: ${shown}.`);
 }
 
 /** `a.b[0].c` from a path, for messages a person reads. */

@@ -5,7 +5,7 @@
  */
 import { freezeContext, type FrozenContext } from './context.js';
 import { TabulaError } from './errors.js';
-import { assertJsonValue, type JsonValue } from './json.js';
+import { assertJsonValue, assertSafeKey, type JsonValue } from './json.js';
 import { parseMessages, type Message } from './message.js';
 import { PrefixContext } from './prefix.js';
 
@@ -41,7 +41,7 @@ export function fromFrozenData(data: unknown): FrozenContext {
     if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string') {
       throw new TabulaError('schema/invalid', `Frozen context scratchpad[${index}] must be a [key, value] pair.`);
     }
-    return [pair[0], assertJsonValue(pair[1], `frozen context scratchpad key ${JSON.stringify(pair[0])}`)];
+    return [assertSafeKey(pair[0], `frozen context scratchpad[${index}]`), assertJsonValue(pair[1], `frozen context scratchpad key ${JSON.stringify(pair[0])}`)];
   });
   return freezeContext(new PrefixContext(prefix), parseMessages(messages, 'frozen context messages'), entries, journalEntries);
 }

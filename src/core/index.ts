@@ -10,11 +10,15 @@ export {
   cloneJson,
   deepFreeze,
   findJsonProblem,
+  findKeyProblem,
+  assertSafeKey,
+  MAX_JSON_DEPTH,
   isJsonValue,
   stableKey,
   structuralEqual,
 } from './json.js';
 export type { DeepReadonly, JsonObject, JsonValue } from './json.js';
+export { ID_MAX_LENGTH, KEY_MAX_LENGTH, checkName, findNameProblem, nameSchema } from './names.js';
 export { MessageSchema, messageText, parseMessage, parseMessages } from './message.js';
 export type { ContentPart, Message, Role, ToolCall } from './message.js';
 export { PrefixContext } from './prefix.js';

@@ -9,6 +9,8 @@
  * is built on the same semantics in the store.
  */
 
+import { checkIterable } from './args.js';
+
 /** Append-only entries plus a watermark of what a consumer has acknowledged. */
 export class MutationJournal<E = unknown> {
   #entries: E[];
@@ -17,7 +19,7 @@ export class MutationJournal<E = unknown> {
 
   /** Seed entries count as committed: the watermark starts past them. */
   constructor(initial: Iterable<E> = []) {
-    this.#entries = [...initial];
+    this.#entries = [...checkIterable(initial, 'new MutationJournal(initial)')];
     this.#watermark = this.#entries.length;
   }
 
@@ -42,7 +44,7 @@ export class MutationJournal<E = unknown> {
    * iterable that throws part-way appends nothing.
    */
   apply(entries: Iterable<E>): void {
-    const batch = [...entries];
+    const batch = [...checkIterable(entries, 'journal.apply(entries)')];
     if (batch.length === 0) return;
     this.#entries.push(...batch);
     this.#view = null;

@@ -35,9 +35,41 @@ function describeKind(value: unknown): string {
 }
 
 /**
+ * The deepest nesting of arrays and objects Tabula accepts. Deeper values
+ * overflow the stack of recursive code this value later meets (structured
+ * clone, JSON.stringify, Yjs encoding), so they are refused up front with a
+ * `schema/invalid` instead of surfacing as a `RangeError` half-way through a write.
+ */
+export const MAX_JSON_DEPTH = 512;
+
+/**
+ * Why `key` cannot be a key of a Tabula object or key-value store, or null
+ * when it can. The one rule: `__proto__` is refused everywhere (JSON values,
+ * memory, blackboard, contexts, state, imports). As an object key it is
+ * either dropped or turns into the object's prototype depending on how the
+ * object was built (`JSON.parse` vs assignment, zod, Yjs' `toJSON()`), so no
+ * single behaviour could be kept through every copy a value goes through.
+ */
+export function findKeyProblem(key: string): string | null {
+  return key === '__proto__' ? 'the key "__proto__" is refused: it would replace the prototype of objects built from it; rename the key' : null;
+}
+
+/**
+ * Returns `key`, or throws `schema/invalid` naming `what` when
+ * {@link findKeyProblem} refuses it. Every map-like API calls this on its keys.
+ */
+export function assertSafeKey(key: string, what: string): string {
+  const problem = findKeyProblem(key);
+  if (problem) throw new TabulaError('schema/invalid', `${what}: ${problem}.`, { issues: [{ path: [key], code: 'custom', message: problem }] });
+  return key;
+}
+
+/**
  * The first place where `value` stops being JSON, or null when it is JSON
  * all the way down. Rejects `undefined`, functions, symbols, bigints,
- * non-finite numbers, class instances (Date, Map…), sparse arrays and cycles.
+ * non-finite numbers, class instances (Date, Map…), sparse arrays, cycles,
+ * the key `__proto__` (see {@link findKeyProblem}) and nesting deeper than
+ * {@link MAX_JSON_DEPTH}.
  */
 export function findJsonProblem(value: unknown): ValidationIssue | null {
   const path: PropertyKey[] = [];
@@ -56,6 +88,9 @@ export function findJsonProblem(value: unknown): ValidationIssue | null {
         if (current === null) return null;
         if (ancestors.has(current)) {
           return { path: [...path], code: 'custom', message: 'circular reference: JSON cannot contain cycles' };
+        }
+        if (ancestors.size >= MAX_JSON_DEPTH) {
+          return { path: [...path], code: 'custom', message: `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects` };
         }
         const isArray = Array.isArray(current);
         if (!isArray && !isPlainObject(current)) {
@@ -79,6 +114,11 @@ export function findJsonProblem(value: unknown): ValidationIssue | null {
           }
         } else {
           for (const key of Object.keys(current)) {
+            const keyProblem = findKeyProblem(key);
+            if (keyProblem) {
+              ancestors.delete(current);
+              return { path: [...path, key], code: 'custom', message: keyProblem };
+            }
             path.push(key);
             const problem = visit((current as Record<string, unknown>)[key]);
             path.pop();

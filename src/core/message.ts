@@ -82,13 +82,39 @@ export const MessageSchema: z.ZodType<Message> = z
     }
   });
 
+const STORAGE_FIELDS = ['id', 'order', 'status', 'createdAt'] as const;
+
+/**
+ * A message as the store returns it (a StoredMessage: the message plus
+ * `id`, `order`, `status` and `createdAt`) is accepted wherever a message
+ * is: those four fields are the store's bookkeeping, not part of the chat
+ * message, so they are dropped and the store assigns fresh ones on append.
+ * Only all four together are dropped; a stray `id` alone is still refused
+ * as an unknown field.
+ */
+function withoutStorageFields(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  const record = value as Record<string, unknown>;
+  const isStored =
+    typeof record.id === 'string' &&
+    typeof record.order === 'string' &&
+    typeof record.createdAt === 'number' &&
+    (record.status === 'complete' || record.status === 'streaming' || record.status === 'interrupted');
+  if (!isStored) return value;
+  const copy: Record<string, unknown> = { ...record };
+  for (const field of STORAGE_FIELDS) delete copy[field];
+  return copy;
+}
+
 /**
  * Validates `value` as a message and returns a deep-frozen copy of it.
+ * A StoredMessage is accepted; its storage fields are dropped (see
+ * `withoutStorageFields`).
  * Throws `schema/invalid` naming `where` (e.g. `messages[3]`) and each bad
  * field; `issues` holds zod's issues untouched.
  */
 export function parseMessage(value: unknown, where = 'message'): Message {
-  const result = MessageSchema.safeParse(value);
+  const result = MessageSchema.safeParse(withoutStorageFields(value));
   if (!result.success) {
     const issues = result.error.issues;
     throw new TabulaError(

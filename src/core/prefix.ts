@@ -4,6 +4,7 @@
  * prompts by prefix: changing a byte of it invalidates every cached token
  * after that byte. To change it, build a new one.
  */
+import { checkIterable, checkOptions, describeValue } from './args.js';
 import { TabulaError } from './errors.js';
 import { stableKey } from './json.js';
 import { parseMessages, type Message } from './message.js';
@@ -26,7 +27,7 @@ export class PrefixContext {
   #key: string | undefined;
 
   constructor(init: PrefixInit = {}) {
-    const { systemPrompt = '', grounding = [], schemaBlock = null } = init;
+    const { systemPrompt = '', grounding = [], schemaBlock = null } = checkOptions(init, 'new PrefixContext(init)');
     if (typeof systemPrompt !== 'string') {
       throw new TabulaError('argument/invalid', 'PrefixContext: systemPrompt must be a string.');
     }
@@ -34,7 +35,7 @@ export class PrefixContext {
       throw new TabulaError('argument/invalid', 'PrefixContext: schemaBlock must be a string or null.');
     }
     this.systemPrompt = systemPrompt;
-    this.grounding = Object.freeze(parseMessages(grounding, 'PrefixContext grounding'));
+    this.grounding = Object.freeze(parseMessages(checkIterable(grounding, 'PrefixContext grounding'), 'PrefixContext grounding'));
     this.schemaBlock = schemaBlock;
     Object.freeze(this);
   }
@@ -62,6 +63,7 @@ export class PrefixContext {
 
   /** Structural equality: same prompt, same grounding messages, same schema block. */
   equals(other: PrefixContext): boolean {
+    if (!(other instanceof PrefixContext)) throw new TabulaError('argument/invalid', `prefix.equals(other) compares with a PrefixContext, got ${describeValue(other)}.`);
     return this === other || this.key() === other.key();
   }
 }

@@ -10,6 +10,7 @@
  * Always resolve a scope with {@link scopeIndices}, never by calling
  * `matches` in a loop.
  */
+import { describeValue } from './args.js';
 import { TabulaError } from './errors.js';
 import type { Message } from './message.js';
 
@@ -21,11 +22,22 @@ export interface ContextScope {
   survivingIndices?(messages: readonly Message[]): ReadonlySet<number>;
 }
 
+/** Returns `value` as a scope, or throws `argument/invalid` naming `what` (a scope has a `matches` function). */
+export function requireScope(value: unknown, what: string): ContextScope {
+  const candidate = value as Partial<ContextScope> | null;
+  if (typeof candidate !== 'object' || candidate === null || typeof candidate.matches !== 'function') {
+    throw new TabulaError('argument/invalid', `${what} takes a scope (lastTurns(), since(), tagged(), allOf()…), got ${describeValue(value)}.`);
+  }
+  return candidate as ContextScope;
+}
+
 /** The indices of `messages` that `scope` keeps. */
 export function scopeIndices(scope: ContextScope, messages: readonly Message[]): ReadonlySet<number> {
+  requireScope(scope, 'scopeIndices(scope)');
+  if (!Array.isArray(messages)) throw new TabulaError('argument/invalid', `A scope resolves over an array of messages, got ${describeValue(messages)}.`);
   if (scope.survivingIndices) return scope.survivingIndices(messages);
   const kept = new Set<number>();
-  messages.forEach((message, index) => {
+  messages.forEach((message: Message, index: number) => {
     if (scope.matches(message, index)) kept.add(index);
   });
   return kept;
@@ -33,13 +45,13 @@ export function scopeIndices(scope: ContextScope, messages: readonly Message[]):
 
 /** The messages that `scope` keeps, in their original order. */
 export function applyScope<M extends Message>(scope: ContextScope, messages: readonly M[]): M[] {
-  const kept = scopeIndices(scope, messages);
+  const kept = scopeIndices(requireScope(scope, 'applyScope(scope)'), messages);
   return messages.filter((_, index) => kept.has(index));
 }
 
 function requireCount(value: number, what: string): void {
   if (!Number.isSafeInteger(value) || value < 0) {
-    throw new TabulaError('argument/invalid', `${what} must be a whole number ≥ 0, got ${String(value)}.`);
+    throw new TabulaError('argument/invalid', `${what} must be a whole number ≥ 0, got ${describeValue(value)}.`);
   }
 }
 
@@ -99,6 +111,7 @@ function isPositional(scopes: readonly ContextScope[]): boolean {
 
 /** Messages every scope keeps. `allOf()` keeps everything. */
 export function allOf(...scopes: ContextScope[]): ContextScope {
+  scopes.forEach((scope, index) => requireScope(scope, `allOf() argument ${index}`));
   const matches = (message: Message, index: number): boolean => scopes.every((scope) => scope.matches(message, index));
   return {
     matches,
@@ -116,6 +129,7 @@ export function allOf(...scopes: ContextScope[]): ContextScope {
 
 /** Messages any scope keeps. `anyOf()` keeps nothing. */
 export function anyOf(...scopes: ContextScope[]): ContextScope {
+  scopes.forEach((scope, index) => requireScope(scope, `anyOf() argument ${index}`));
   const matches = (message: Message, index: number): boolean => scopes.some((scope) => scope.matches(message, index));
   return {
     matches,
@@ -130,6 +144,7 @@ export function anyOf(...scopes: ContextScope[]): ContextScope {
 
 /** Messages the scope does not keep. */
 export function not(scope: ContextScope): ContextScope {
+  requireScope(scope, 'not(scope)');
   return {
     matches: (message, index) => !scope.matches(message, index),
     survivingIndices(messages) {

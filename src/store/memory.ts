@@ -6,7 +6,8 @@
  * (from another tab or device) cannot bring a key back.
  */
 import { TabulaError, formatPath } from '../core/errors.js';
-import { findJsonProblem, type JsonValue } from '../core/json.js';
+import { KEY_MAX_LENGTH, checkName, findNameProblem } from '../core/names.js';
+import { assertSafeKey, findJsonProblem, type JsonValue } from '../core/json.js';
 import { mapStorageError } from './errors.js';
 import { checkRow, type MemoryRow } from './schema.js';
 import type { Memory } from './types.js';
@@ -14,18 +15,13 @@ import { assertOpen, commit, type StoreContext } from './writer.js';
 
 /** Checks a memory scope name: 1–128 characters. */
 export function checkScope(scope: unknown): string {
-  if (typeof scope !== 'string' || scope.length < 1 || scope.length > 128) {
-    throw new TabulaError('argument/invalid', `A memory scope must be a string of 1–128 characters, got ${JSON.stringify(scope)}.`);
-  }
-  return scope;
+  return checkName(scope, 'A memory scope', KEY_MAX_LENGTH);
 }
 
 function checkKey(key: unknown): string {
-  if (typeof key !== 'string' || key.length < 1 || key.length > 128) {
-    const shown = typeof key === 'string' ? `a string of ${key.length} characters` : JSON.stringify(key);
-    throw new TabulaError('memory/bad-key', `A memory key must be a string of 1–128 characters, got ${shown}.`);
-  }
-  return key;
+  const problem = findNameProblem(key, KEY_MAX_LENGTH);
+  if (problem) throw new TabulaError('memory/bad-key', `A memory key must be a string of 1–${KEY_MAX_LENGTH} characters of valid Unicode: ${problem}.`);
+  return assertSafeKey(key as string, 'memory key');
 }
 
 function checkValue(key: string, value: unknown): JsonValue {
@@ -46,8 +42,11 @@ function checkValue(key: string, value: unknown): JsonValue {
   return value as JsonValue;
 }
 
-/** The Memory of one session and scope; writes throw `session/not-found` once the session is deleted. */
-export function createMemory(store: StoreContext, userId: string, sessionId: string, scope: string): Memory {
+/**
+ * The Memory of one session and scope; writes throw `session/not-found` once the session is deleted
+ * (or, with `life`, once the session that had that `createdOrder` is gone, even if re-created).
+ */
+export function createMemory(store: StoreContext, userId: string, sessionId: string, scope: string, life?: string): Memory {
   checkScope(scope);
   const where = `memory "${scope}" of session "${sessionId}"`;
 
@@ -81,14 +80,14 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
       checkKey(key);
       const checked = checkValue(key, value);
       await write(`set key "${key}"`, async (tx) => {
-        tx.existing();
+        tx.existing(life);
         await tx.emit('memory.set', { scope, key, value: checked });
       });
     },
     async delete(key) {
       checkKey(key);
       await write(`delete key "${key}"`, async (tx) => {
-        tx.existing();
+        tx.existing(life);
         await tx.emit('memory.delete', { scope, key });
       });
     },
@@ -97,7 +96,7 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
     },
     async clear() {
       await write('clear', async (tx) => {
-        tx.existing();
+        tx.existing(life);
         const rows = await store.db.memory.where('[userId+sessionId+scope]').equals([userId, sessionId, scope]).toArray();
         for (const row of rows) if (!row.deleted) await tx.emit('memory.delete', { scope, key: row.key });
       });

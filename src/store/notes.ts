@@ -3,18 +3,19 @@
  * `session.note()` and a run's `ctx.note()`, which stamps its runId and scope.
  */
 import { TabulaError } from '../core/errors.js';
+import { NOTE_MAX_CHARS, codePointLength } from './note-text.js';
 import { commit, type StoreContext } from './writer.js';
 
-/** The longest note, in characters (UTF-16 code units). */
-export const NOTE_MAX_CHARS = 500;
+export { NOTE_MAX_CHARS } from './note-text.js';
 
 /** Checks a note's text; returns false for '' (which writes nothing). */
 export function checkNote(text: unknown): text is string {
   if (typeof text !== 'string') throw new TabulaError('argument/invalid', `note() takes a string, got ${typeof text}.`);
-  if (text.length > NOTE_MAX_CHARS) {
+  const length = codePointLength(text);
+  if (length > NOTE_MAX_CHARS) {
     throw new TabulaError(
       'note/too-long',
-      `A note has at most ${NOTE_MAX_CHARS} characters; this one has ${text.length}. Shorten it or split it into several notes.`,
+      `A note has at most ${NOTE_MAX_CHARS} characters; this one has ${length}. Shorten it or split it into several notes.`,
     );
   }
   return text !== '';
@@ -23,13 +24,13 @@ export function checkNote(text: unknown): text is string {
 /** Saves a note at once. */
 export async function addNote(
   store: StoreContext,
-  target: { userId: string; sessionId: string; label: string },
+  target: { userId: string; sessionId: string; label: string; life?: string },
   text: string,
   origin: { runId: string | null; scope: string | null },
 ): Promise<void> {
   if (!checkNote(text)) return;
   await commit(store, target.userId, target.sessionId, `add a note (${target.label})`, async (tx) => {
-    tx.existing();
+    tx.existing(target.life);
     await tx.emit('note.add', { text, runId: origin.runId, scope: origin.scope, at: Date.now() });
   });
 }

@@ -14,8 +14,9 @@
  * should pass it on (fetch, streams) and return or throw promptly.
  */
 import type { z } from 'zod';
-import { TabulaError } from '../core/errors.js';
-import { assertJsonValue, cloneJson, type JsonValue } from '../core/json.js';
+import { checkOptions, describeValue } from '../core/args.js';
+import { TabulaError, isTabulaError } from '../core/errors.js';
+import { assertJsonValue, assertSafeKey, cloneJson, type JsonValue } from '../core/json.js';
 import type { Message } from '../core/message.js';
 import { checkContextSchema } from './context-schema.js';
 import { newId } from './ids.js';
@@ -23,7 +24,7 @@ import { checkScope, createMemory } from './memory.js';
 import { addNote } from './notes.js';
 import { checkRow, type RunRow, type SessionRow } from './schema.js';
 import type { Memory, RunInfo, StoredMessage } from './types.js';
-import { commit, type StoreContext } from './writer.js';
+import { commit, sessionNotFound, type ActiveRun, type StoreContext } from './writer.js';
 
 /** What a run's function gets. */
 export interface RunContext {
@@ -67,14 +68,40 @@ export interface RunnerDeps {
   sessionId: string;
   label: string;
   contextSchema: z.ZodObject | undefined;
-  append(message: Message | Message[]): Promise<StoredMessage[]>;
+  /** Appends to the session only while it is the one that had `createdOrder` `life`. */
+  append(message: Message | Message[], life: string): Promise<StoredMessage[]>;
 }
 
 function checkRunId(runId: unknown): string {
   if (typeof runId !== 'string' || runId.trim() === '' || runId.length > 128) {
-    throw new TabulaError('argument/invalid', `A runId must be a non-blank string of at most 128 characters, got ${JSON.stringify(runId)}.`);
+    throw new TabulaError('argument/invalid', `A runId must be a non-blank string of at most 128 characters, got ${describeValue(runId)}.`);
   }
   return runId;
+}
+
+/**
+ * Whether the current call comes from inside the run whose fn is invoked by
+ * the function named `marker`. V8 (Chromium, Node) lists the async functions
+ * awaiting the current one in `Error().stack`, so a run() that fn awaits,
+ * however deep, names the marker; elsewhere only the synchronous check of
+ * {@link ActiveRun.synchronous} applies.
+ */
+function calledFromRun(marker: string): boolean {
+  const errorClass = Error as { stackTraceLimit?: number };
+  const limit = errorClass.stackTraceLimit;
+  // A deep call chain must not cut the marker off the trace.
+  errorClass.stackTraceLimit = Infinity;
+  try {
+    return new Error().stack?.includes(marker) ?? false;
+  } finally {
+    errorClass.stackTraceLimit = limit;
+  }
+}
+
+function isAbortSignal(value: unknown): value is AbortSignal {
+  if (typeof AbortSignal === 'function' && value instanceof AbortSignal) return true;
+  const candidate = value as Partial<AbortSignal> | null;
+  return typeof candidate === 'object' && candidate !== null && typeof candidate.aborted === 'boolean' && typeof candidate.addEventListener === 'function';
 }
 
 function stale(runId: string, what: string): TabulaError {
@@ -101,14 +128,23 @@ export function createRunner(deps: RunnerDeps) {
       const attempt = previous ? previous.attempt + 1 : 1;
       const record: RunRow = { runId, userId, sessionId, scope: previous?.scope ?? scope, visit, attempt, status: 'running', startedAt: Date.now(), endedAt: null };
       await db.runs.put(record);
-      return { record, context: cloneJson(row.state.context) };
+      return { record, context: cloneJson(row.state.context), life: row.createdOrder };
     });
 
-  /** Ends the run: commits the buffered context (on success) and the final status in one transaction. */
-  const finish = (record: RunRow, status: RunRow['status'], changes: Map<string, JsonValue> | null) =>
+  /**
+   * Ends the run: commits the buffered context (on success) and the final status in one transaction.
+   * A session deleted (and perhaps re-created) while the run was in flight is not the one the run
+   * started on: nothing is written to it, its run row included, and a succeeding run fails with
+   * `session/not-found` rather than reporting a context that was never saved.
+   */
+  const finish = (record: RunRow, life: string, status: RunRow['status'], changes: Map<string, JsonValue> | null) =>
     commit(store, userId, sessionId, `finish run ${record.runId} (${label})`, async (tx) => {
       const row: SessionRow | undefined = tx.row();
-      if (row && changes && changes.size > 0) {
+      if (!row || row.createdOrder !== life) {
+        if (status === 'succeeded') throw sessionNotFound(userId, sessionId);
+        return;
+      }
+      if (changes && changes.size > 0) {
         const context = { ...row.state.context, ...Object.fromEntries(changes) };
         checkContextSchema(
           contextSchema,
@@ -121,16 +157,33 @@ export function createRunner(deps: RunnerDeps) {
       await db.runs.put({ ...record, status, endedAt: Date.now() });
     });
 
-  async function run<T>(fn: (ctx: RunContext) => Promise<T>, options: RunOptions = {}): Promise<T> {
+  async function run<T>(fn: (ctx: RunContext) => Promise<T>, runOptions?: RunOptions): Promise<T> {
     if (typeof fn !== 'function') throw new TabulaError('argument/invalid', 'run(fn) takes an async function (ctx) => result.');
-    const scope = checkScope(options.scope ?? 'default');
+    const options = checkOptions(runOptions, 'run(fn, options)');
+    const scope = options.scope === undefined ? 'default' : checkScope(options.scope);
+    if (options.signal !== undefined && !isAbortSignal(options.signal)) {
+      throw new TabulaError('argument/invalid', `run(fn, { signal }) takes an AbortSignal, got ${describeValue(options.signal)}.`);
+    }
+    if (options.wait !== undefined && typeof options.wait !== 'boolean') {
+      throw new TabulaError('argument/invalid', `run(fn, { wait }) takes true or false, got ${describeValue(options.wait)}.`);
+    }
     const runId = options.runId === undefined ? newId() : checkRunId(options.runId);
     const wait = options.wait ?? true;
     const outer = options.signal;
     if (outer?.aborted) throw new TabulaError('run/interrupted', `Run ${runId} was not started: its signal is already aborted.`, { cause: outer.reason });
 
     const lockName = coordinator.runLockName(userId, sessionId);
-    return coordinator.locks.request(lockName, { ifAvailable: !wait, ...(outer ? { signal: outer } : {}) }, async (lock) => {
+    // A run started from inside a run of the same session would wait for the lock its own caller holds:
+    // both would hang, and every later run with them. Refuse it at once instead.
+    const active = store.activeRuns.get(lockName);
+    if (active && (active.synchronous || calledFromRun(active.marker))) {
+      throw new TabulaError(
+        'run/nested',
+        `run() was called from inside a run of ${label}; runs of one session do not nest (the inner one would wait for the outer one forever). ` +
+          'Do the work in the outer run through its ctx, or start the second run after the first has finished.',
+      );
+    }
+    const held = coordinator.locks.request(lockName, { ifAvailable: !wait, ...(outer ? { signal: outer } : {}) }, async (lock) => {
       if (!lock) {
         throw new TabulaError('run/busy', `Another run holds ${label} (in this tab or another); wait for it, interrupt() it, or call run() without wait: false to queue.`);
       }
@@ -145,13 +198,14 @@ export function createRunner(deps: RunnerDeps) {
       const onOuterAbort = () => abort(typeof outer?.reason === 'string' ? outer.reason : 'the caller aborted it');
       outer?.addEventListener('abort', onOuterAbort, { once: true });
       try {
-        const { record, context } = await start(runId, scope);
+        const { record, context, life } = await start(runId, scope);
         const changes = new Map<string, JsonValue>();
         let ended = false;
         const live = (what: string) => {
           if (ended) throw stale(runId, what);
         };
-        const memory = createMemory(store, userId, sessionId, record.scope);
+        // Every write through ctx is bound to this life of the session: after a delete and re-create it fails.
+        const memory = createMemory(store, userId, sessionId, record.scope, life);
         const ctx: RunContext = {
           runId,
           userId,
@@ -165,23 +219,24 @@ export function createRunner(deps: RunnerDeps) {
             return value === undefined ? undefined : cloneJson(value);
           },
           set(key, value) {
-            live(`set("${key}")`);
+            live(`set(${describeValue(key)})`);
             if (typeof key !== 'string' || key === '') throw new TabulaError('argument/invalid', 'ctx.set(key, value) takes a non-empty string key.');
+            assertSafeKey(key, `run ${runId} context key`);
             changes.set(key, cloneJson(assertJsonValue(value, `run ${runId} context key ${JSON.stringify(key)}`)));
           },
           async note(text) {
             live('a note');
-            await addNote(store, { userId, sessionId, label }, text, { runId, scope: record.scope });
+            await addNote(store, { userId, sessionId, label, life }, text, { runId, scope: record.scope });
           },
           memory: {
             get: (key) => memory.get(key),
             keys: () => memory.keys(),
             async set(key, value) {
-              live(`memory.set("${key}")`);
+              live(`memory.set(${describeValue(key)})`);
               await memory.set(key, value);
             },
             async delete(key) {
-              live(`memory.delete("${key}")`);
+              live(`memory.delete(${describeValue(key)})`);
               await memory.delete(key);
             },
             async clear() {
@@ -195,7 +250,7 @@ export function createRunner(deps: RunnerDeps) {
           },
           async append(message) {
             live('an append');
-            return deps.append(message);
+            return deps.append(message, life);
           },
         };
 
@@ -206,33 +261,55 @@ export function createRunner(deps: RunnerDeps) {
             { cause },
           );
         let value: T;
+        const marker = `tabulaRun_${newId()}`;
+        const active: ActiveRun = { marker, synchronous: true };
+        // Named for this run, so that calledFromRun() finds it in the stack of anything fn awaits.
+        const invoke = { async [marker](body: typeof fn, context: RunContext): Promise<T> { return await body(context); } }[marker]!;
         try {
           if (controller.signal.aborted) throw controller.signal.reason;
-          value = await fn(ctx);
+          store.activeRuns.set(lockName, active);
+          let pending: Promise<T>;
+          try {
+            pending = invoke(fn, ctx);
+          } finally {
+            active.synchronous = false;
+          }
+          value = await pending;
         } catch (error) {
           ended = true;
           const wasInterrupted = controller.signal.aborted;
-          await finish(record, wasInterrupted ? 'interrupted' : 'failed', null);
+          await finish(record, life, wasInterrupted ? 'interrupted' : 'failed', null);
           throw wasInterrupted ? interrupted(error) : error;
         }
         ended = true;
         // fn finished, but after an interrupt: its result may rest on work cut short, so it is not committed.
         if (controller.signal.aborted) {
-          await finish(record, 'interrupted', null);
+          await finish(record, life, 'interrupted', null);
           throw interrupted();
         }
         try {
-          await finish(record, 'succeeded', changes);
+          await finish(record, life, 'succeeded', changes);
         } catch (error) {
-          await finish(record, 'failed', null);
+          await finish(record, life, 'failed', null);
           throw error;
         }
         return value;
       } finally {
+        // We hold the session's lock, so the entry under its name, if any, is this run's.
+        store.activeRuns.delete(lockName);
         forget();
         outer?.removeEventListener('abort', onOuterAbort);
       }
     });
+    try {
+      return await held;
+    } catch (error) {
+      // A run still queued for the lock when its signal aborts gets the platform's AbortError.
+      if (outer?.aborted && !isTabulaError(error)) {
+        throw new TabulaError('run/interrupted', `Run ${runId} was not started: its signal aborted while it waited for ${label}.`, { cause: error });
+      }
+      throw error;
+    }
   }
 
   /** Aborts the run in flight on this session, in any tab; false when idle. */

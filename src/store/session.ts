@@ -16,9 +16,11 @@ import { subOrder } from '../core/hlc.js';
 import { MutationJournal } from '../core/journal.js';
 import { deepFreeze, findJsonProblem, type JsonValue } from '../core/json.js';
 import { parseMessage, type Message } from '../core/message.js';
-import { StatePatchSchema, type PrefixData } from '../core/ops.js';
+import { checkName } from '../core/names.js';
+import { checkOptions, describeValue, isPlainObject } from '../core/args.js';
+import { StatePatchSchema, type MessageStatus, type PrefixData } from '../core/ops.js';
 import { PrefixContext } from '../core/prefix.js';
-import { applyScope, type ContextScope } from '../core/scopes.js';
+import { applyScope, requireScope, type ContextScope } from '../core/scopes.js';
 import type { SessionChange } from './changes.js';
 import { mapStorageError } from './errors.js';
 import { parseSessionExport, type SessionExport } from './export.js';
@@ -99,8 +101,8 @@ export interface Session {
   close(): Promise<void>;
 }
 
-/** Imports an export; implemented by the Tabula handle (used by fork). */
-export type SessionImporter = (data: SessionExport, contextSchema?: z.ZodObject) => Promise<Session>;
+/** Imports an export under `userId` (used by fork). */
+export type SessionImporter = (data: SessionExport, options: { userId: string; contextSchema?: z.ZodObject | undefined }) => Promise<Session>;
 
 const STATE_KEYS = ['summary', 'tasks', 'plan', 'permissions', 'tools', 'context'] as const;
 
@@ -111,6 +113,41 @@ function toPrefixData(prefix: PrefixContext): PrefixData {
   return { systemPrompt: prefix.systemPrompt, grounding: [...prefix.grounding], schemaBlock: prefix.schemaBlock };
 }
 
+/**
+ * The status of a message in a copy (export, fork, checkpoint). A message still streaming is copied as
+ * `interrupted` with its text so far: the stream writes to the original only, so in the copy it would
+ * stay `streaming` forever.
+ */
+function copiedStatus(status: MessageStatus): MessageStatus {
+  return status === 'streaming' ? 'interrupted' : status;
+}
+
+/** How often save() runs a merge function before it gives up on a session that keeps changing under it. */
+const MAX_MERGE_ATTEMPTS = 8;
+
+/** Validates save() options up front, so a bad policy is refused whether or not a conflict happens. */
+function checkSaveOptions(options: unknown): { expectedVersion: number | undefined; onConflict: ConflictPolicy } {
+  if (!isPlainObject(options)) throw new TabulaError('argument/invalid', `save(patch, options) takes an options object or nothing, got ${describeValue(options)}.`);
+  const { expectedVersion, onConflict = 'reject' } = options as SaveOptions;
+  if (expectedVersion !== undefined && (typeof expectedVersion !== 'number' || !Number.isSafeInteger(expectedVersion) || expectedVersion < 0)) {
+    throw new TabulaError('argument/invalid', `save({ expectedVersion }) takes the version number read from state(), got ${describeValue(expectedVersion)}.`);
+  }
+  if (onConflict !== 'reject' && onConflict !== 'overwrite' && typeof onConflict !== 'function') {
+    throw new TabulaError('argument/invalid', `save({ onConflict }) must be 'reject', 'overwrite' or a merge function, got ${describeValue(onConflict)}.`);
+  }
+  return { expectedVersion, onConflict };
+}
+
+function saveConflict(label: string, expected: number, actual: number, gaveUp: boolean): TabulaError {
+  return new TabulaError(
+    'session/conflict',
+    gaveUp
+      ? `save() for ${label}: the session changed again under each of ${MAX_MERGE_ATTEMPTS} merges (now at version ${actual}). Nothing was written; retry later.`
+      : `save() for ${label} expected version ${expected}, but the session is at version ${actual} (saved elsewhere meanwhile). ` +
+          'Nothing was written. Read state() again and retry, or pass onConflict: "overwrite" or a merge function.',
+  );
+}
+
 function toState(row: SessionRow): SessionState {
   return deepFreeze({ ...structuredClone(row.state), version: row.version, updatedAt: row.updatedAt });
 }
@@ -118,7 +155,7 @@ function toState(row: SessionRow): SessionState {
 function checkLast(last: unknown): number | undefined {
   if (last === undefined) return undefined;
   if (typeof last !== 'number' || !Number.isSafeInteger(last) || last < 0) {
-    throw new TabulaError('argument/invalid', `messages({ last }) takes a whole number ≥ 0, got ${JSON.stringify(last)}.`);
+    throw new TabulaError('argument/invalid', `messages({ last }) takes a whole number ≥ 0, got ${describeValue(last)}.`);
   }
   return last;
 }
@@ -131,13 +168,20 @@ export interface SessionHandleInit {
   importSession: SessionImporter;
 }
 
-/** Builds the handle of an existing session. */
-export function createSessionHandle(init: SessionHandleInit): Session {
+/**
+ * Builds the handle of an existing session, and the function that releases what it holds (its lease on
+ * the blackboard, its subscriptions). `release` does not reference the handle, so it can run after the
+ * handle was garbage-collected (see handles.ts).
+ */
+export function createSessionHandle(init: SessionHandleInit): { session: Session; release: () => Promise<void> } {
   const { store, userId, sessionId, contextSchema } = init;
   const { db } = store;
   const label = `session "${sessionId}" of user "${userId}"`;
   const unsubscribers = new Set<() => void>();
   const board = store.boards.acquire(userId, sessionId);
+  // The lease's release alone (it does not use `this`): holding the lease would hold its blackboard, and so the handle.
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- BoardLease.release is a closure that never reads `this`.
+  const release = releaser(board.release, unsubscribers);
   let closed = false;
 
   const ensureOpen = () => {
@@ -186,8 +230,8 @@ export function createSessionHandle(init: SessionHandleInit): Session {
   };
 
   const checkPatch = (patch: unknown, where: string): SessionStatePatch => {
-    if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) {
-      throw new TabulaError('argument/invalid', `${where} takes an object of state fields (${STATE_KEYS.join(', ')}).`);
+    if (!isPlainObject(patch)) {
+      throw new TabulaError('argument/invalid', `${where} takes a plain object of state fields (${STATE_KEYS.join(', ')}), got ${describeValue(patch)}.`);
     }
     for (const [key, value] of Object.entries(patch)) {
       const problem = findJsonProblem(value);
@@ -205,19 +249,6 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     }
     if (result.data.context) checkContextSchema(contextSchema, result.data.context, `save() for ${label}: state.context`);
     return result.data;
-  };
-
-  const resolveConflict = (policy: ConflictPolicy, current: SessionState, patch: SessionStatePatch, expected: number): SessionStatePatch => {
-    if (policy === 'overwrite') return patch;
-    if (policy === 'reject') {
-      throw new TabulaError(
-        'session/conflict',
-        `save() for ${label} expected version ${expected}, but the session is at version ${current.version} (saved elsewhere meanwhile). ` +
-          'Nothing was written. Read state() again and retry, or pass onConflict: "overwrite" or a merge function.',
-      );
-    }
-    if (typeof policy === 'function') return checkPatch(policy(current, patch), 'the onConflict merge function result');
-    throw new TabulaError('argument/invalid', `onConflict must be 'reject', 'overwrite' or a function, got ${JSON.stringify(policy)}.`);
   };
 
   const exportData = async (): Promise<SessionExport> => {
@@ -244,7 +275,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
           state: row.state,
           messages: messages.map((m) => {
             checkRow('messages', [m.userId, m.sessionId, m.id], m);
-            return { id: m.id, order: m.order, createdAt: m.createdAt, status: m.status, message: m.message };
+            return { id: m.id, order: m.order, createdAt: m.createdAt, status: copiedStatus(m.status), message: m.message };
           }),
           journal: { entries: journal.map((j) => checkRow('journal', j.id, j).entry), watermark: row.journalWatermark },
           notes: notes.map((n) => checkRow('notes', n.id, n)).map(({ text, runId, scope, at }) => ({ text, runId, scope, at })),
@@ -265,32 +296,36 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     return { ...data, blackboard: board.blackboard.toJSON() };
   };
 
-  const runner = createRunner({ store, userId, sessionId, label, contextSchema, append: (message) => session.append(message) });
+  /** Appends; with `life`, only to the session that had that `createdOrder` (a run's appends). */
+  const appendMessages = async (input: Message | Message[], life?: string): Promise<StoredMessage[]> => {
+    const list = Array.isArray(input) ? input : [input];
+    const parsed = list.map((message, index) => parseMessage(message, `append() to ${label}: message[${index}]`));
+    if (parsed.length === 0) return [];
+    return write(`append ${parsed.length} message(s)`, async (tx) => {
+      tx.existing(life);
+      const stored: StoredMessage[] = [];
+      for (const message of parsed) {
+        const op = await tx.emit('message.append', { id: newId(), createdAt: Date.now(), status: 'complete', message });
+        if (op.kind === 'message.append') stored.push(toStoredMessage({ ...op.body, order: op.order }));
+      }
+      return stored;
+    });
+  };
+
+  const runner = createRunner({ store, userId, sessionId, label, contextSchema, append: appendMessages });
 
   const session: Session = {
     userId,
     sessionId,
     blackboard: board.blackboard,
 
-    async append(input) {
-      const list = Array.isArray(input) ? input : [input];
-      const parsed = list.map((message, index) => parseMessage(message, `append() to ${label}: message[${index}]`));
-      if (parsed.length === 0) return [];
-      return write(`append ${parsed.length} message(s)`, async (tx) => {
-        tx.existing();
-        const stored: StoredMessage[] = [];
-        for (const message of parsed) {
-          const op = await tx.emit('message.append', { id: newId(), createdAt: Date.now(), status: 'complete', message });
-          if (op.kind === 'message.append') stored.push(toStoredMessage({ ...op.body, order: op.order }));
-        }
-        return stored;
-      });
-    },
+    append: (input) => appendMessages(input),
 
-    async messages(options = {}) {
-      const last = checkLast(options.last);
-      if (!options.scope) return readMessages(last);
-      const scoped = applyScope(options.scope, await readMessages());
+    async messages(options) {
+      const { last: lastOption, scope } = checkOptions(options, 'messages(options)');
+      const last = checkLast(lastOption);
+      if (scope === undefined || scope === null) return readMessages(last);
+      const scoped = applyScope(requireScope(scope, 'messages({ scope })'), await readMessages());
       return last === undefined ? scoped : scoped.slice(Math.max(0, scoped.length - last));
     },
 
@@ -347,19 +382,28 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     },
 
     async save(patch, options = {}) {
-      let checked = checkPatch(patch, 'save()');
-      const { expectedVersion, onConflict = 'reject' } = options;
-      if (expectedVersion !== undefined && (!Number.isSafeInteger(expectedVersion) || expectedVersion < 0)) {
-        throw new TabulaError('argument/invalid', `save({ expectedVersion }) takes the version number read from state(), got ${JSON.stringify(expectedVersion)}.`);
+      const original = checkPatch(patch, 'save()');
+      const { expectedVersion, onConflict } = checkSaveOptions(options);
+      let checked = original;
+      let expected = expectedVersion;
+      // A merge function runs between transactions (it may be async, and IndexedDB commits a transaction
+      // that waits on anything else), so its result is saved compare-and-set against the version it saw.
+      for (let attempt = 1; ; attempt++) {
+        const outcome = await write<{ saved: SessionState } | { conflict: SessionState }>('save state', async (tx) => {
+          const row = tx.existing();
+          if (expected !== undefined && row.version !== expected && onConflict !== 'overwrite') {
+            if (onConflict === 'reject' || attempt > MAX_MERGE_ATTEMPTS) throw saveConflict(label, expected, row.version, attempt > MAX_MERGE_ATTEMPTS);
+            return { conflict: toState(row) };
+          }
+          await tx.emit('state.save', { version: row.version + 1, patch: checked });
+          return { saved: toState(tx.existing()) };
+        });
+        if ('saved' in outcome) return outcome.saved;
+        if (typeof onConflict !== 'function') throw new TabulaError('argument/invalid', 'unreachable: a conflict without a merge function');
+        const merged: unknown = await onConflict(outcome.conflict, original);
+        checked = checkPatch(merged, 'the onConflict merge function result');
+        expected = outcome.conflict.version;
       }
-      return write('save state', async (tx) => {
-        const row = tx.existing();
-        if (expectedVersion !== undefined && row.version !== expectedVersion) {
-          checked = resolveConflict(onConflict, toState(row), checked, expectedVersion);
-        }
-        await tx.emit('state.save', { version: row.version + 1, patch: checked });
-        return toState(tx.existing());
-      });
     },
 
     async clearContext() {
@@ -409,7 +453,8 @@ export function createSessionHandle(init: SessionHandleInit): Session {
       return countSessionTokens({ store, userId, sessionId, label, readRow });
     },
 
-    async toContext(options = {}) {
+    async toContext(options) {
+      options = checkOptions(options, 'toContext(options)');
       const [row, messages, entries] = await Promise.all([readRow(), session.messages(options), readJournal(), board.blackboard.whenLoaded]);
       const journal = new MutationJournal<unknown>(entries.slice(0, row.journalWatermark));
       journal.apply(entries.slice(row.journalWatermark));
@@ -427,10 +472,11 @@ export function createSessionHandle(init: SessionHandleInit): Session {
       return (await session.toContext()).freeze();
     },
 
-    async fork(newSessionId, options = {}) {
+    async fork(newSessionId, options) {
+      const forkUserId = checkName(checkOptions(options, 'fork(sessionId, options)').userId ?? userId, 'fork({ userId })');
+      checkName(newSessionId, 'fork(sessionId)');
       const data = await exportWithBoard();
-      const forkUserId = options.userId ?? userId;
-      return init.importSession({ ...data, userId: forkUserId, sessionId: newSessionId, forkOf: { userId, sessionId } }, contextSchema);
+      return init.importSession({ ...data, userId: forkUserId, sessionId: newSessionId, forkOf: { userId, sessionId } }, { userId: forkUserId, contextSchema });
     },
 
     async checkpoint(checkpointLabel) {
@@ -449,7 +495,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
           snapshot: {
             prefix: row.prefix,
             state: row.state,
-            messages: rows.map(({ id: mid, order, createdAt, status, message }) => ({ id: mid, order, createdAt, status, message })),
+            messages: rows.map(({ id: mid, order, createdAt, status, message }) => ({ id: mid, order, createdAt, status: copiedStatus(status), message })),
           },
         });
         return Object.freeze({ id, label: checkpointLabel ?? null, at });
@@ -462,6 +508,9 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     },
 
     async restore(checkpointId) {
+      if (typeof checkpointId !== 'string' || checkpointId === '') {
+        throw new TabulaError('argument/invalid', `restore(checkpointId) takes the id of a checkpoint from session.checkpoints(), got ${describeValue(checkpointId)}.`);
+      }
       await write('restore a checkpoint', async (tx) => {
         const row = tx.existing();
         const checkpoint = await db.checkpoints.get(checkpointId);
@@ -476,6 +525,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     export: exportWithBoard,
 
     subscribe(listener) {
+      if (typeof listener !== 'function') throw new TabulaError('argument/invalid', `subscribe(listener) takes a function, got ${describeValue(listener)}.`);
       ensureOpen();
       const unsubscribe = store.feed.subscribe(userId, sessionId, listener);
       unsubscribers.add(unsubscribe);
@@ -488,12 +538,22 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     async close() {
       if (closed) return;
       closed = true;
-      for (const unsubscribe of unsubscribers) unsubscribe();
-      unsubscribers.clear();
-      await board.release();
+      await release();
     },
   };
-  return session;
+  return { session, release };
+}
+
+/**
+ * Built outside createSessionHandle on purpose: a closure made there would share its scope, which holds
+ * the handle, and keep it alive.
+ */
+function releaser(releaseBoard: () => Promise<void>, unsubscribers: Set<() => void>): () => Promise<void> {
+  return async () => {
+    for (const unsubscribe of unsubscribers) unsubscribe();
+    unsubscribers.clear();
+    await releaseBoard();
+  };
 }
 
 /** Validates and rewrites an export into the ops that recreate it (used by import and fork). */

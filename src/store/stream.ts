@@ -9,12 +9,13 @@
  * open (or opens it later) marks the message `interrupted`, keeping every
  * chunk flushed before.
  */
+import { describeValue } from '../core/args.js';
 import { TabulaError } from '../core/errors.js';
 import { parseMessage, type Message } from '../core/message.js';
 import { newId } from './ids.js';
 import { toStoredMessage } from './stored.js';
 import type { StoredMessage } from './types.js';
-import { commit, type StoreContext } from './writer.js';
+import { commit, type Emitter, type StoreContext } from './writer.js';
 
 /** A message being written chunk by chunk. */
 export interface MessageStream {
@@ -51,7 +52,7 @@ export async function openStream(deps: StreamDeps, init: StreamInit): Promise<Me
   }
   const flushIntervalMs = init.flushIntervalMs ?? 100;
   if (typeof flushIntervalMs !== 'number' || !(flushIntervalMs >= 0) || !Number.isFinite(flushIntervalMs)) {
-    throw new TabulaError('argument/invalid', `stream({ flushIntervalMs }) must be a number of ms ≥ 0, got ${String(flushIntervalMs)}.`);
+    throw new TabulaError('argument/invalid', `stream({ flushIntervalMs }) must be a number of ms ≥ 0, got ${describeValue(flushIntervalMs)}.`);
   }
 
   const id = newId();
@@ -92,12 +93,29 @@ export async function openStream(deps: StreamDeps, init: StreamInit): Promise<Me
   let closed = false;
   let failure: TabulaError | null = null;
 
+  /**
+   * The stream's row, which must still be streaming: clearContext() or restore() in any tab may have
+   * removed it (or replaced it with a checkpoint's copy), and a write that changes nothing must not
+   * report success for text that is not stored.
+   */
+  const ownRow = async (tx: Emitter) => {
+    tx.existing();
+    const current = await store.db.messages.get([userId, sessionId, id]);
+    if (!current || current.status !== 'streaming') {
+      throw new TabulaError(
+        'stream/dropped',
+        `Streamed message ${id} of ${label} is no longer stored as streaming: clearContext() or restore() removed or replaced it while it streamed. ` +
+          'Its text was not saved; append it again if it is still wanted.',
+      );
+    }
+  };
+
   const flush = async () => {
     if (text === flushedText) return;
     const content = text;
     try {
       await write('flush a streamed message', async (tx) => {
-        tx.existing();
+        await ownRow(tx);
         await tx.emit('message.update', { id, status: 'streaming', message: { ...base, content } });
       });
       flushedText = content;
@@ -128,7 +146,7 @@ export async function openStream(deps: StreamDeps, init: StreamInit): Promise<Me
     try {
       await flushing;
       await write(status === 'complete' ? 'complete a streamed message' : 'interrupt a streamed message', async (tx) => {
-        tx.existing();
+        await ownRow(tx);
         await tx.emit('message.update', { id, status, message });
       });
       return toStoredMessage({ id, order, status, createdAt, message });
@@ -148,7 +166,14 @@ export async function openStream(deps: StreamDeps, init: StreamInit): Promise<Me
       schedule();
     },
     done(final = {}) {
-      if (typeof final !== 'object' || final === null) throw new TabulaError('argument/invalid', 'done(final) takes an object of message fields.');
+      if (typeof final !== 'object' || final === null || Array.isArray(final)) {
+        return Promise.reject(new TabulaError('argument/invalid', 'done(final) takes an object of message fields.'));
+      }
+      if ('role' in final && final.role !== 'assistant') {
+        return Promise.reject(
+          new TabulaError('argument/invalid', `done(final) of stream ${id}: a stream writes an assistant message; final.role ${describeValue(final.role)} is refused.`),
+        );
+      }
       return finish('complete', final);
     },
     abort() {

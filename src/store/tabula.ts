@@ -6,6 +6,8 @@
 import type { z } from 'zod';
 import { TabulaError } from '../core/errors.js';
 import { createHlc } from '../core/hlc.js';
+import { checkName } from '../core/names.js';
+import { checkOptions, describeValue } from '../core/args.js';
 import { ApproxTokenCounter, type TokenCounter } from '../core/tokens.js';
 import { createBoardRegistry } from '../blackboard/registry.js';
 import { createTokenCounter } from '../tokens/counter.js';
@@ -17,6 +19,7 @@ import { mapStorageError } from './errors.js';
 import { parseSessionExport, type SessionExport } from './export.js';
 import { newClientId } from './ids.js';
 import { createDb, checkRow } from './schema.js';
+import { createHandleTracker, releaseBoth } from './handles.js';
 import { createSessionHandle, importInto, type Session } from './session.js';
 import type { SessionInfo, SessionOptions } from './types.js';
 import { assertOpen, commit, type StoreContext } from './writer.js';
@@ -52,7 +55,7 @@ export interface Tabula {
   sessions(query?: { userId?: string }): Promise<SessionInfo[]>;
   /** Deletes a session and everything kept with it. */
   deleteSession(sessionId: string, options?: { userId?: string }): Promise<void>;
-  /** Recreates a session from `session.export()` output; refuses an id that exists. */
+  /** Recreates a session from `session.export()` output under this Tabula's user (whoever the file names); refuses an id that exists. */
   importSession(data: SessionExport): Promise<Session>;
   /** Storage use of this origin (zeros where the StorageManager API is missing). */
   storage(): Promise<StorageEstimate>;
@@ -67,14 +70,7 @@ export interface Tabula {
   close(): Promise<void>;
 }
 
-const ID_MAX = 256;
-
-function checkId(value: unknown, what: string): string {
-  if (typeof value !== 'string' || value.length < 1 || value.length > ID_MAX) {
-    throw new TabulaError('argument/invalid', `${what} must be a string of 1–${ID_MAX} characters, got ${JSON.stringify(value)}.`);
-  }
-  return value;
-}
+const checkId = (value: unknown, what: string): string => checkName(value, what);
 
 /** Opens (creating or upgrading) the Tabula database `name`. */
 export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabula> {
@@ -103,6 +99,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     onError,
     coordinator: createRunCoordinator(name, platformLocks(), onError),
     openStreams: new Set(),
+    activeRuns: new Map(),
     background: new Set(),
     boards: createBoardRegistry({
       name,
@@ -114,28 +111,21 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     closed: false,
   };
   const recovery = createRecovery(store);
-  const handles = new Set<Session>();
+  const handles = createHandleTracker(onError);
 
   const handleFor = (userId: string, sessionId: string, contextSchema: z.ZodObject | undefined): Session => {
-    const handle = createSessionHandle({ store, userId, sessionId, contextSchema, importSession: importData });
-    handles.add(handle);
+    const { session, release } = createSessionHandle({ store, userId, sessionId, contextSchema, importSession: importData });
     // A stream started in another tab gets a watcher here, so its tab crashing is noticed at once.
     const stopWatching = store.feed.subscribe(userId, sessionId, (change) => {
       if (change.origin === 'tab' && change.kinds.includes('message.append')) recovery.schedule(userId, sessionId);
     });
-    const close = handle.close.bind(handle);
-    return Object.assign(handle, {
-      close: async () => {
-        stopWatching();
-        handles.delete(handle);
-        await close();
-      },
-    });
+    return handles.track(session, releaseBoth(stopWatching, release));
   };
 
-  async function open(sessionId: string, opts: SessionOptions = {}): Promise<Session> {
+  async function open(sessionId: string, options?: SessionOptions): Promise<Session> {
     assertOpen(store);
     checkId(sessionId, 'session(sessionId)');
+    const opts = checkOptions(options, 'session(sessionId, options)');
     const userId = checkId(opts.userId ?? defaultUserId, 'session({ userId })');
     let existing;
     try {
@@ -153,15 +143,23 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     } else {
       // Opening an existing session is a read; only a new one costs a write transaction.
       await commit(store, userId, sessionId, `create session "${sessionId}"`, async (tx) => {
-        if (!tx.row()) await tx.emit('session.create', { createdAt: Date.now(), forkOf: null });
+        if (tx.row()) return;
+        await tx.emit('session.create', { createdAt: Date.now(), forkOf: null });
+        // Never hand out a handle to a session that was not created: every write through it would fail.
+        if (!tx.row()) throw new TabulaError('storage/failed', `Session "${sessionId}" of user "${userId}" could not be created over its deleted predecessor.`);
       });
     }
     return handleFor(userId, sessionId, opts.contextSchema);
   }
 
-  async function importData(data: SessionExport, contextSchema?: z.ZodObject): Promise<Session> {
+  /**
+   * Imports under `userId`, whoever the file names: a session filed under a user this Tabula does not
+   * act for could be neither seen nor deleted through it.
+   */
+  async function importData(data: SessionExport, options: { userId: string; contextSchema?: z.ZodObject | undefined }): Promise<Session> {
     assertOpen(store);
-    const parsed = parseSessionExport(data);
+    const userId = checkId(options.userId, 'importSession({ userId })');
+    const parsed = { ...parseSessionExport(data), userId };
     await commit(store, parsed.userId, parsed.sessionId, `import session "${parsed.sessionId}"`, async (tx) => {
       if (tx.row()) {
         throw new TabulaError(
@@ -171,7 +169,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       }
       await importInto(tx, parsed);
     });
-    const handle = handleFor(parsed.userId, parsed.sessionId, contextSchema);
+    const handle = handleFor(parsed.userId, parsed.sessionId, options.contextSchema);
     if (parsed.blackboard && Object.keys(parsed.blackboard).length > 0) {
       await handle.blackboard.whenLoaded;
       handle.blackboard.update(parsed.blackboard);
@@ -183,9 +181,9 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   return {
     session: open,
 
-    async sessions(query = {}) {
+    async sessions(query) {
       assertOpen(store);
-      const userId = checkId(query.userId ?? defaultUserId, 'sessions({ userId })');
+      const userId = checkId(checkOptions(query, 'sessions(query)').userId ?? defaultUserId, 'sessions({ userId })');
       let rows;
       try {
         rows = await db.sessions
@@ -211,9 +209,9 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       });
     },
 
-    async deleteSession(sessionId, opts = {}) {
+    async deleteSession(sessionId, options) {
       checkId(sessionId, 'deleteSession(sessionId)');
-      const userId = checkId(opts.userId ?? defaultUserId, 'deleteSession({ userId })');
+      const userId = checkId(checkOptions(options, 'deleteSession(sessionId, options)').userId ?? defaultUserId, 'deleteSession({ userId })');
       const life = await commit(store, userId, sessionId, `delete session "${sessionId}"`, async (tx) => {
         const row = tx.row();
         if (row) await tx.emit('session.delete', {});
@@ -226,9 +224,10 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       }
     },
 
-    importSession: (data) => importData(data),
+    importSession: (data) => importData(data, { userId: defaultUserId }),
 
     subscribe(listener) {
+      if (typeof listener !== 'function') throw new TabulaError('argument/invalid', `tabula.subscribe(listener) takes a function, got ${describeValue(listener)}.`);
       assertOpen(store);
       return store.feed.subscribeAll(listener);
     },
@@ -254,7 +253,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       if (store.closed) return;
       // An unfinished stream is interrupted, not left dangling: its text so far is kept.
       await Promise.all([...store.openStreams].map((stream) => stream.abort().catch(() => undefined)));
-      await Promise.all([...handles].map((handle) => handle.close()));
+      await handles.closeAll();
       await Promise.allSettled([...store.background]);
       await store.boards.close();
       store.closed = true;

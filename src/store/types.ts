@@ -1,5 +1,7 @@
 /**
- * The public types of the session store (DESIGN.md §3.2).
+ * The public types of the session store: stored messages, state, notes,
+ * memory, runs and checkpoints as the Session API returns them. The Session
+ * interface itself is in session.ts, the export format in export.ts.
  */
 import type { z } from 'zod';
 import type { JsonValue } from '../core/json.js';
@@ -32,7 +34,13 @@ export type SessionStatePatch = Partial<Omit<SessionState, 'version' | 'updatedA
 export type ConflictPolicy =
   | 'reject'
   | 'overwrite'
-  | ((current: SessionState, patch: SessionStatePatch) => SessionStatePatch);
+  /**
+   * A merge: gets the session as it is now and the caller's patch, returns
+   * (or resolves to) the patch to save instead. Its result is validated like
+   * a patch and saved compare-and-set; if the session changed again
+   * meanwhile, the function runs again (at most 8 times).
+   */
+  | ((current: SessionState, patch: SessionStatePatch) => SessionStatePatch | Promise<SessionStatePatch>);
 
 export interface SaveOptions {
   /** Compare-and-set: the version the caller read. Omit for last-write-wins. */

@@ -14,7 +14,7 @@ import type { ChangeFeed } from './changes.js';
 import type { RunCoordinator } from './coordinator.js';
 import { mapStorageError } from './errors.js';
 import { newId } from './ids.js';
-import { checkRow, sessionTables, type SessionRow, type TabulaDb } from './schema.js';
+import { checkRow, sessionTables, tombstoneKey, type SessionRow, type TabulaDb } from './schema.js';
 
 /** Everything a session handle needs from the Tabula that opened it. */
 export interface StoreContext {
@@ -31,9 +31,19 @@ export interface StoreContext {
   readonly boards: BoardRegistry;
   /** Writes left running in the background (token caches); close() waits for them. */
   readonly background: Set<Promise<unknown>>;
+  /** The runs in flight in this tab, by run lock name, to refuse a run nested in one of them. */
+  readonly activeRuns: Map<string, ActiveRun>;
   /** Streams not yet finished; close() interrupts them so their locks are released. */
   readonly openStreams: Set<{ abort(): Promise<unknown> }>;
   closed: boolean;
+}
+
+/** A run in flight in this tab (see runs.ts). */
+export interface ActiveRun {
+  /** The name of the function that calls the run's fn: it shows in the async stack of code fn awaits. */
+  readonly marker: string;
+  /** True while fn's synchronous part runs. */
+  synchronous: boolean;
 }
 
 /** The error for a session that is gone: deleted in this tab or another one. */
@@ -48,8 +58,11 @@ export function sessionNotFound(userId: string, sessionId: string): TabulaError 
 export interface Emitter {
   /** The session row as it is now in this transaction (undefined before session.create). */
   row(): SessionRow | undefined;
-  /** The session row; throws `session/not-found` when the session is gone. */
-  existing(): SessionRow;
+  /**
+   * The session row; throws `session/not-found` when the session is gone, or when `life` (a
+   * `createdOrder` read earlier) is given and the session was deleted and re-created since.
+   */
+  existing(life?: string): SessionRow;
   /** A fresh order key, after every op of the session so far. */
   nextOrder(): string;
   /** Makes an op with a fresh order key (after every op of the session), applies it, returns it. */
@@ -82,6 +95,12 @@ export async function commit<T>(
       const slot = await loadSlot(db, userId, sessionId);
       if (slot.row) checkRow('sessions', slot.key, slot.row);
       let after = slot.row?.lastOrder ?? '';
+      if (!slot.row) {
+        // A deleted session's tombstone may be ahead of this tab's clock (another tab's clock, or the
+        // system clock stepped back): a re-create must sort after it, or applyOp would refuse it.
+        const tombstone = await db.meta.get(tombstoneKey(userId, sessionId));
+        if (typeof tombstone?.value === 'string' && tombstone.value > after) after = tombstone.value;
+      }
       const nextOrder = (): string => {
         let order = clock.now();
         // Another tab or device may have written with a clock ahead of ours: stay causal.
@@ -91,8 +110,8 @@ export async function commit<T>(
       };
       const emitter: Emitter = {
         row: () => slot.row,
-        existing() {
-          if (!slot.row) throw sessionNotFound(userId, sessionId);
+        existing(life) {
+          if (!slot.row || (life !== undefined && slot.row.createdOrder !== life)) throw sessionNotFound(userId, sessionId);
           return slot.row;
         },
         nextOrder,

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { WorkingContext, allOf, anyOf, lastTurns, not, since, tagged, type ContextScope, type Message } from '../../../src/core/index.js';
+// fc.jsonValue() sometimes makes a `__proto__` key, which Tabula refuses everywhere: keep to accepted values.
+import { WorkingContext, allOf, isJsonValue, anyOf, lastTurns, not, since, tagged, type ContextScope, type Message } from '../../../src/core/index.js';
 
 const names = ['a', 'b', 'c'] as const;
 
@@ -21,11 +22,11 @@ const messageArb: fc.Arbitrary<Message> = fc.oneof(
   }),
 );
 
-const scratchpadArb = fc.dictionary(fc.constantFrom('k1', 'k2', 'k3', 'k4'), fc.jsonValue({ maxDepth: 2 }));
+const scratchpadArb = fc.dictionary(fc.constantFrom('k1', 'k2', 'k3', 'k4'), fc.jsonValue({ maxDepth: 2 }).filter(isJsonValue));
 
 const contextArb = fc
   .record({ messages: fc.array(messageArb, { maxLength: 12 }), scratchpad: scratchpadArb })
-  .map(({ messages, scratchpad }) => new WorkingContext({ messages, scratchpad: scratchpad as Record<string, never> }));
+  .map(({ messages, scratchpad }) => new WorkingContext({ messages, scratchpad: scratchpad }));
 
 const scopeArb: fc.Arbitrary<ContextScope> = fc.letrec<{ scope: ContextScope }>((tie) => ({
   scope: fc.oneof(
@@ -42,12 +43,12 @@ const scopeArb: fc.Arbitrary<ContextScope> = fc.letrec<{ scope: ContextScope }>(
 describe('context algebra (properties)', () => {
   it('a fork is independent of its source', () => {
     fc.assert(
-      fc.property(contextArb, messageArb, fc.jsonValue(), (ctx, extra, value) => {
+      fc.property(contextArb, messageArb, fc.jsonValue().filter(isJsonValue), (ctx, extra, value) => {
         const before = ctx.freeze();
         const fork = ctx.fork();
         expect(fork.freeze().equals(before)).toBe(true);
         fork.append(extra);
-        fork.set('k1', value as never);
+        fork.set('k1', value);
         fork.delete('k2');
         fork.journal.record('x');
         const k3 = fork.get('k3');

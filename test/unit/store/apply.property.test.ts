@@ -1,13 +1,17 @@
 /**
- * The one write path is idempotent: applying every op of a session twice
- * (as a sync retry would) leaves the same session as applying it once.
- * Ops are generated at random, as the store and the server produce them.
+ * The one write path is idempotent and order-tolerant: applying every op of
+ * a session twice (as a sync retry would), or delivering ops late and out of
+ * order, leaves the same session as applying them once in order; two
+ * replicas that receive the ops of two writers in different interleavings
+ * converge on every table. Ops are generated at random, as the store and the
+ * server produce them. Seeded: the seed is printed, TABULA_SEED replays it.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createHlc, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
 import { applyOps } from '../../../src/store/apply.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/schema.js';
+import { testSeed } from '../seed.js';
 import { freshTabula, uniqueName } from './helpers.js';
 
 type Action =
@@ -42,19 +46,19 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
 );
 
 /** Turns actions into ops the way the session handle does, tracking versions like the store. */
-function toOps(actions: Action[]): Op[] {
-  const clock = createHlc({ clientId: 'gen', wallClock: () => 1_700_000_000_000 });
+function toOps(actions: Action[], clientId = 'gen', withCreate = true): Op[] {
+  const clock = createHlc({ clientId, wallClock: () => 1_700_000_000_000 });
   let seq = 0;
   let version = 0;
   let journalCount = 0;
   const checkpoints: string[] = [];
   const make = <K extends OpKind>(kind: K, body: OpBody<K>): Op =>
-    ({ id: `op${++seq}`, kind, userId: 'u', sessionId: 's', order: clock.now(), body }) as Op;
-  const ops: Op[] = [make('session.create', { createdAt: 1, forkOf: null })];
+    ({ id: `${clientId}-op${++seq}`, kind, userId: 'u', sessionId: 's', order: clock.now(), body }) as Op;
+  const ops: Op[] = withCreate ? [make('session.create', { createdAt: 1, forkOf: null })] : [];
   for (const action of actions) {
     switch (action.kind) {
       case 'append':
-        ops.push(make('message.append', { id: `m${seq}`, createdAt: seq, status: 'complete', message: { role: 'user', content: action.text } }));
+        ops.push(make('message.append', { id: `${clientId}-m${seq}`, createdAt: seq, status: 'complete', message: { role: 'user', content: action.text } }));
         break;
       case 'prefix':
         ops.push(make('prefix.set', { prefix: { systemPrompt: action.text, grounding: [], schemaBlock: null } }));
@@ -83,7 +87,7 @@ function toOps(actions: Action[]): Op[] {
         break;
       case 'checkpoint': {
         // The snapshot content does not matter for idempotence; an empty one keeps the test fast.
-        const id = `cp${seq}`;
+        const id = `${clientId}-cp${seq}`;
         checkpoints.push(id);
         const messages = ops
           .filter((op) => op.kind === 'message.append')
@@ -122,16 +126,46 @@ async function snapshot(db: TabulaDb): Promise<unknown> {
   return out;
 }
 
-describe('applyOp idempotence (property)', () => {
-  it('applying every op twice equals applying it once', async () => {
+/** Budget for the property tests: generous, so that a slow, loaded 2-core machine finishes them. */
+const PROPERTY_TIMEOUT_MS = 180_000;
+
+/** The ops both writers may make concurrently without a version number to agree on. */
+const concurrentActionArb: fc.Arbitrary<Action> = fc.oneof(
+  fc.record({ kind: fc.constant('append' as const), text: fc.string({ maxLength: 8 }) }),
+  fc.record({ kind: fc.constant('prefix' as const), text: fc.string({ maxLength: 8 }) }),
+  fc.record({ kind: fc.constant('journal' as const), entries: fc.array(fc.integer(), { minLength: 1, maxLength: 3 }) }),
+  fc.record({ kind: fc.constant('note' as const), text: fc.string({ minLength: 1, maxLength: 8 }) }),
+  fc.record({ kind: fc.constant('memorySet' as const), key: fc.constantFrom('a' as const, 'b' as const), value: fc.integer() }),
+  fc.record({ kind: fc.constant('memoryDelete' as const), key: fc.constantFrom('a' as const, 'b' as const) }),
+  fc.record({ kind: fc.constant('clear' as const) }),
+);
+
+/** Merges two sequences in the order `picks` says (true: next from `a`), keeping each sequence's own order. */
+function interleave<T>(a: readonly T[], b: readonly T[], picks: readonly boolean[]): T[] {
+  const out: T[] = [];
+  let i = 0;
+  let j = 0;
+  for (const pick of picks) {
+    if (i >= a.length && j >= b.length) break;
+    const fromA = j >= b.length || (pick && i < a.length);
+    out.push((fromA ? a[i++] : b[j++]) as T);
+  }
+  while (i < a.length) out.push(a[i++] as T);
+  while (j < b.length) out.push(b[j++] as T);
+  return out;
+}
+
+describe('applyOp idempotence and convergence (property)', () => {
+  it('applying every op twice equals applying it once', { timeout: PROPERTY_TIMEOUT_MS }, async () => {
+    const seed = testSeed('apply idempotence');
     await fc.assert(
-      fc.asyncProperty(fc.array(actionArb, { maxLength: 25 }), fc.boolean(), async (actions, interleave) => {
+      fc.asyncProperty(fc.array(actionArb, { maxLength: 25 }), fc.boolean(), async (actions, interleaved) => {
         const ops = toOps(actions);
         const once = createDb(uniqueName('once'));
         const twice = createDb(uniqueName('twice'));
         await applyAll(once, ops);
         // A retry either re-sends each op right away or the whole batch again.
-        if (interleave) {
+        if (interleaved) {
           await applyAll(twice, ops.flatMap((op) => [op, op]));
         } else {
           await applyAll(twice, ops);
@@ -141,7 +175,57 @@ describe('applyOp idempotence (property)', () => {
         once.close();
         twice.close();
       }),
-      { numRuns: 150 },
+      { seed, numRuns: 150 },
+    );
+  });
+
+  it('ops delivered again late, in any order, change nothing', { timeout: PROPERTY_TIMEOUT_MS }, async () => {
+    const seed = testSeed('apply late delivery');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(actionArb, { maxLength: 25 }).chain((actions) => {
+          const ops = toOps(actions);
+          // A random subset of the ops, in a random order, arriving after everything was applied.
+          return fc.tuple(fc.constant(ops), fc.shuffledSubarray(ops), fc.boolean());
+        }),
+        async ([ops, late, oneByOne]) => {
+          const reference = createDb(uniqueName('ref'));
+          const replica = createDb(uniqueName('late'));
+          await applyAll(reference, ops);
+          await applyAll(replica, ops);
+          if (oneByOne) for (const op of late) await applyAll(replica, [op]);
+          else await applyAll(replica, late);
+          expect(await snapshot(replica)).toEqual(await snapshot(reference));
+          reference.close();
+          replica.close();
+        },
+      ),
+      { seed, numRuns: 150 },
+    );
+  });
+
+  it('two replicas that get two writers’ ops in different interleavings converge on every table', { timeout: PROPERTY_TIMEOUT_MS }, async () => {
+    const seed = testSeed('apply convergence');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(concurrentActionArb, { maxLength: 15 }),
+        fc.array(concurrentActionArb, { maxLength: 15 }),
+        fc.array(fc.boolean(), { maxLength: 30 }),
+        fc.array(fc.boolean(), { maxLength: 30 }),
+        async (actionsA, actionsB, picks1, picks2) => {
+          // Both writers start from the same created session; each one's ops reach the replicas in its own order.
+          const [create, ...opsA] = toOps(actionsA, 'writerA');
+          const opsB = toOps(actionsB, 'writerB', false);
+          const one = createDb(uniqueName('one'));
+          const two = createDb(uniqueName('two'));
+          await applyAll(one, [create as Op, ...interleave(opsA, opsB, picks1)]);
+          await applyAll(two, [create as Op, ...interleave(opsB, opsA, picks2)]);
+          expect(await snapshot(two)).toEqual(await snapshot(one));
+          one.close();
+          two.close();
+        },
+      ),
+      { seed, numRuns: 150 },
     );
   });
 

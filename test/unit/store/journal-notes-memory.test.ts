@@ -74,3 +74,27 @@ describe('memory', () => {
     await tabula.close();
   });
 });
+
+describe('limits that must hold as TabulaErrors (issue 10 #12, #14)', () => {
+  it('20,000-deep nesting in memory.set, save() and journal is schema/invalid or memory/bad-value, never a RangeError', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    let deep: unknown = 1;
+    for (let i = 0; i < 20_000; i++) deep = { d: deep };
+    await expect(session.memory().set('k', deep as never)).rejects.toMatchObject({ code: 'memory/bad-value', message: expect.stringMatching(/nested deeper/) as string });
+    await expect(session.save({ tasks: deep as never })).rejects.toMatchObject({ code: 'schema/invalid' });
+    await expect(session.journal.record(deep as never)).rejects.toMatchObject({ code: 'schema/invalid' });
+    expect(await session.memory().keys()).toEqual([]);
+    expect((await session.state()).version).toBe(0);
+    await tabula.close();
+  });
+
+  it('the 500-character note limit counts code points, not UTF-16 units', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    await session.note('😀'.repeat(500));
+    await expect(session.note('😀'.repeat(501))).rejects.toMatchObject({ code: 'note/too-long', message: expect.stringMatching(/this one has 501/) as string });
+    expect((await session.notes()).map((n) => [...n.text].length)).toEqual([500]);
+    await tabula.close();
+  });
+});

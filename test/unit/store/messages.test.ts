@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lastTurns, tagged, type SessionChange } from '../../../src/index.js';
+import { WorkingContext, lastTurns, tagged, type SessionChange } from '../../../src/index.js';
 import { freshTabula, uniqueName, waitFor } from './helpers.js';
 
 describe('session messages', () => {
@@ -112,6 +112,43 @@ describe('session messages', () => {
     rogue.close();
     expect(tabula.reported[0]?.message).toMatch(/malformed change message from another tab/);
     expect(seen).toEqual([]);
+    await tabula.close();
+  });
+});
+
+describe('copies and round trips of messages (issue 10 #14)', () => {
+  it('fork, checkpoint and export mid-stream copy the streaming message as interrupted, text so far kept', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const stream = await session.stream({ role: 'assistant', flushIntervalMs: 0 });
+    const flushed = new Promise<void>((resolve) => session.subscribe((change) => change.kinds.includes('message.update') && resolve()));
+    stream.write('half');
+    await flushed;
+    const fork = await session.fork('copy');
+    const checkpoint = await session.checkpoint();
+    expect((await session.export()).messages[0]).toMatchObject({ status: 'interrupted', message: { content: 'half' } });
+    expect((await fork.messages())[0]).toMatchObject({ status: 'interrupted', content: 'half' });
+    expect(await stream.done()).toMatchObject({ status: 'complete', content: 'half' });
+    expect((await fork.messages())[0]).toMatchObject({ status: 'interrupted' });
+    await session.restore(checkpoint.id);
+    expect((await session.messages())[0]).toMatchObject({ status: 'interrupted', content: 'half' });
+    await tabula.close();
+  });
+
+  it('a StoredMessage can be passed back to append() and to a WorkingContext: its storage fields are dropped', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const [stored] = await session.append({ role: 'user', content: 'again', name: 'ann' });
+    const [copy] = await session.append(stored!);
+    expect(copy).toMatchObject({ role: 'user', content: 'again', name: 'ann', status: 'complete' });
+    expect(copy!.id).not.toBe(stored!.id);
+    const context = new WorkingContext({ messages: await session.messages() });
+    expect(context.messages).toEqual([
+      { role: 'user', content: 'again', name: 'ann' },
+      { role: 'user', content: 'again', name: 'ann' },
+    ]);
+    // A stray storage field on its own is still an unknown field.
+    await expect(session.append({ role: 'user', content: 'x', id: 'mine' } as never)).rejects.toMatchObject({ code: 'schema/invalid' });
     await tabula.close();
   });
 });

@@ -222,3 +222,144 @@ function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
   const promise = new Promise<T>((r) => (resolve = r));
   return { promise, resolve };
 }
+
+describe('session.run when the session is deleted meanwhile (issue 10 #3)', () => {
+  it('fails with session/not-found, saves nothing, and a re-created session starts clean at visit 1', async () => {
+    const name = uniqueName();
+    const tabA = await freshTabula({ name });
+    const tabB = await freshTabula({ name });
+    const session = await tabA.session('s');
+    let deleted!: () => void;
+    let started!: () => void;
+    const deletedNow = new Promise<void>((resolve) => (deleted = resolve));
+    const startedNow = new Promise<void>((resolve) => (started = resolve));
+    const run = session.run(async (ctx) => {
+      ctx.set('step', 1);
+      started();
+      await deletedNow;
+      return 'done';
+    });
+    await startedNow;
+    await tabB.deleteSession('s');
+    deleted();
+    await expect(run).rejects.toMatchObject({ code: 'session/not-found' });
+
+    const again = await tabA.session('s');
+    expect(await again.runs()).toEqual([]);
+    expect((await again.state()).context).toEqual({});
+    expect(await again.run(async (ctx) => ctx.visit)).toBe(1);
+    await tabA.close();
+    await tabB.close();
+  });
+
+  it('its ctx cannot write into a session re-created meanwhile: nothing of the old run reaches the new life', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    let recreated!: () => void;
+    let started!: () => void;
+    const recreatedNow = new Promise<void>((resolve) => (recreated = resolve));
+    const startedNow = new Promise<void>((resolve) => (started = resolve));
+    const run = session.run(async (ctx) => {
+      started();
+      await recreatedNow;
+      const refused = await Promise.allSettled([ctx.append({ role: 'user', content: 'old life' }), ctx.note('old note'), ctx.memory.set('k', 1)]);
+      return refused.map((r) => (r.status === 'rejected' ? (r.reason as { code?: string }).code : 'written'));
+    });
+    await startedNow;
+    await tabula.deleteSession('s');
+    const again = await tabula.session('s');
+    recreated();
+    await expect(run).rejects.toMatchObject({ code: 'session/not-found' });
+    expect(await again.messages()).toEqual([]);
+    expect(await again.notes()).toEqual([]);
+    expect(await again.memory().keys()).toEqual([]);
+    await tabula.close();
+  });
+
+  it('a failing run on a deleted session rethrows its own error and leaves no run row behind', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const run = session.run(async () => {
+      await tabula.deleteSession('s');
+      throw new Error('app failure');
+    });
+    await expect(run).rejects.toThrow('app failure');
+    const again = await tabula.session('s');
+    expect(await again.runs()).toEqual([]);
+    expect(await again.run(async (ctx) => ctx.visit)).toBe(1);
+    await tabula.close();
+  });
+});
+
+describe('a run nested in a run of the same session (issue 10 #11)', () => {
+  it('fails at once with run/nested, called at the start or after awaits, and the session stays usable', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const other = await tabula.session('other');
+    await expect(session.run(async () => session.run(async () => 'inner'))).rejects.toMatchObject({ code: 'run/nested' });
+    const deep = async (): Promise<string> => {
+      await session.note('before');
+      return await session.run(async () => 'inner');
+    };
+    await expect(
+      session.run(async (ctx) => {
+        await ctx.note('working');
+        await Promise.resolve();
+        return await deep();
+      }),
+    ).rejects.toMatchObject({ code: 'run/nested' });
+    // Another session nests fine, and later runs of this one are not blocked.
+    expect(await session.run(async () => other.run(async () => 'other session'))).toBe('other session');
+    expect(await session.run(async () => 'later', { wait: false })).toBe('later');
+    await tabula.close();
+  });
+
+  it('a run queued from outside (not nested) still waits its turn', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    let release!: () => void;
+    let started!: () => void;
+    const startedNow = new Promise<void>((resolve) => (started = resolve));
+    const first = session.run(async () => {
+      const released = new Promise<void>((resolve) => (release = resolve));
+      started();
+      await released;
+      return 1;
+    });
+    await startedNow;
+    const second = session.run(async () => 2);
+    release();
+    expect(await Promise.all([first, second])).toEqual([1, 2]);
+    await tabula.close();
+  });
+});
+
+describe('a queued run aborted through its signal (issue 10 #12)', () => {
+  it('rejects with run/interrupted, not a raw AbortError, and never starts', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    let release!: () => void;
+    let started!: () => void;
+    const startedNow = new Promise<void>((resolve) => (started = resolve));
+    const first = session.run(async () => {
+      const released = new Promise<void>((resolve) => (release = resolve));
+      started();
+      await released;
+    });
+    await startedNow;
+    const controller = new AbortController();
+    let ran = false;
+    const queued = session.run(
+      async () => {
+        ran = true;
+      },
+      { signal: controller.signal },
+    );
+    controller.abort();
+    await expect(queued).rejects.toMatchObject({ code: 'run/interrupted' });
+    release();
+    await first;
+    expect(ran).toBe(false);
+    await tabula.close();
+  });
+});

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isTabulaError, openTabula } from '../../../src/index.js';
+import { createDb, tombstoneKey } from '../../../src/store/schema.js';
 import { freshTabula, uniqueName } from './helpers.js';
 
 describe('openTabula and sessions', () => {
@@ -115,4 +116,40 @@ describe('openTabula and sessions', () => {
     expect(await b.messageCount()).toBe(1);
     await tabula.close();
   });
+
+  it('an id that is not valid Unicode is refused before anything is written (issue 10 #12)', async () => {
+    const tabula = await freshTabula();
+    for (const bad of ['\ud800', 'a\udc00b', '']) {
+      await expect(tabula.session(bad)).rejects.toMatchObject({ code: 'argument/invalid' });
+      await expect(tabula.session('ok', { userId: bad })).rejects.toMatchObject({ code: 'argument/invalid' });
+    }
+    await expect(tabula.session('x'.repeat(257))).rejects.toMatchObject({ code: 'argument/invalid' });
+    const longest = await tabula.session('x'.repeat(256));
+    await longest.memory('m'.repeat(128)).set('k', 1);
+    expect(() => longest.memory('\ud800')).toThrow(expect.objectContaining({ code: 'argument/invalid' }) as Error);
+    expect((await tabula.sessions()).map((s) => s.sessionId)).toEqual(['x'.repeat(256)]);
+    await tabula.deleteSession('x'.repeat(256));
+    expect(await tabula.sessions()).toEqual([]);
+    await tabula.close();
+  });
+
+  it('re-creating a session whose delete is ordered ahead of this tab’s clock works (issue 10 #7)', async () => {
+    const name = uniqueName();
+    const tabula = await freshTabula({ name });
+    await (await tabula.session('s')).append({ role: 'user', content: 'old life' });
+    await tabula.deleteSession('s');
+    // A tab whose clock runs years ahead deleted it again: its tombstone is far ahead of ours.
+    const raw = createDb(name);
+    await raw.meta.put({ key: tombstoneKey('anonymous', 's'), value: '009999999999999.000000.skewedtab' });
+    raw.close();
+    const again = await tabula.session('s');
+    await again.append({ role: 'user', content: 'new life' });
+    expect((await again.messages()).map((m) => m.content)).toEqual(['new life']);
+    expect((await tabula.sessions()).map((s) => s.sessionId)).toEqual(['s']);
+    const reopened = await freshTabula({ name });
+    expect((await (await reopened.session('s')).messages()).map((m) => m.content)).toEqual(['new life']);
+    await reopened.close();
+    await tabula.close();
+  });
 });
+

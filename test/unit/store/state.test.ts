@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { PrefixContext, isTabulaError } from '../../../src/index.js';
-import { freshTabula } from './helpers.js';
+import { freshTabula, uniqueName } from './helpers.js';
 
 describe('session state, prefix and clearContext', () => {
   it('starts empty at version 0 and counts up on every save', async () => {
@@ -96,3 +96,86 @@ describe('session state, prefix and clearContext', () => {
     await tabula.close();
   });
 });
+
+describe('save() conflicts and bad patches (issue 10 #5, #12)', () => {
+  it('awaits an async onConflict merge and saves its validated result', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    await session.save({ tools: ['a'] });
+    const merged = await session.save(
+      { tools: ['b'] },
+      {
+        expectedVersion: 0,
+        onConflict: async (current, patch) => {
+          await Promise.resolve();
+          return { tools: [...current.tools, ...(patch.tools ?? [])] };
+        },
+      },
+    );
+    expect(merged).toMatchObject({ version: 2, tools: ['a', 'b'] });
+    await expect(
+      session.save({ tools: [] }, { expectedVersion: 0, onConflict: async () => Promise.resolve({ tools: 'oops' } as never) }),
+    ).rejects.toMatchObject({ code: 'schema/invalid' });
+    await expect(session.save({ tools: [] }, { expectedVersion: 0, onConflict: async () => Promise.resolve(new Map() as never) })).rejects.toMatchObject({
+      code: 'argument/invalid',
+    });
+    expect((await session.state()).version).toBe(2);
+    await tabula.close();
+  });
+
+  it('a merge that races another save runs again against the newer version', async () => {
+    const name = uniqueName();
+    const tabA = await freshTabula({ name });
+    const tabB = await freshTabula({ name });
+    const a = await tabA.session('s');
+    const b = await tabB.session('s');
+    await a.save({ tools: ['first'] });
+    let calls = 0;
+    const result = await a.save(
+      { tools: ['mine'] },
+      {
+        expectedVersion: 0,
+        onConflict: async (current, patch) => {
+          calls += 1;
+          // The first merge is overtaken by another tab's save; the second sees it.
+          if (calls === 1) await b.save({ tools: [...current.tools, 'theirs'] });
+          return { tools: [...current.tools, ...(patch.tools ?? [])] };
+        },
+      },
+    );
+    expect(calls).toBe(2);
+    expect(result).toMatchObject({ version: 3, tools: ['first', 'theirs', 'mine'] });
+    await tabA.close();
+    await tabB.close();
+  });
+
+  it('refuses patches that are not plain objects, and bad options even without a conflict', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    for (const bad of [new Map(), new Date(), [], null, 'x', 1]) {
+      await expect(session.save(bad as never)).rejects.toMatchObject({ code: 'argument/invalid' });
+    }
+    await expect(session.save({}, { onConflict: 'merge' as never })).rejects.toMatchObject({ code: 'argument/invalid' });
+    await expect(session.save({}, { expectedVersion: 0, onConflict: 42 as never })).rejects.toMatchObject({ code: 'argument/invalid' });
+    await expect(session.save({}, null as never)).rejects.toMatchObject({ code: 'argument/invalid' });
+    await expect(session.save({}, { expectedVersion: NaN })).rejects.toMatchObject({
+      code: 'argument/invalid',
+      message: expect.stringMatching(/got NaN/) as string,
+    });
+    expect((await session.state()).version).toBe(0);
+    await tabula.close();
+  });
+
+  it('restore() of a missing, undefined or foreign checkpoint says what is wrong', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const other = await tabula.session('other');
+    const foreign = await other.checkpoint();
+    await expect(session.restore(undefined as never)).rejects.toMatchObject({ code: 'argument/invalid' });
+    await expect(session.restore(null as never)).rejects.toMatchObject({ code: 'argument/invalid' });
+    await expect(session.restore('nope')).rejects.toMatchObject({ code: 'checkpoint/not-found' });
+    await expect(session.restore(foreign.id)).rejects.toMatchObject({ code: 'checkpoint/not-found' });
+    await tabula.close();
+  });
+});
+

@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createDb } from '../../../src/store/schema.js';
-import { freshTabula, uniqueName } from './helpers.js';
-
-const later = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+import { freshTabula, uniqueName, waitFor } from './helpers.js';
 
 describe('session.stream', () => {
   it('persists chunks while streaming, at most every flush interval, then completes', async () => {
@@ -12,9 +10,10 @@ describe('session.stream', () => {
     const [row] = await session.messages();
     expect(row).toMatchObject({ id: stream.id, status: 'streaming', content: '', name: 'bot' });
 
+    const flushed = new Promise<void>((resolve) => session.subscribe((change) => change.kinds.includes('message.update') && resolve()));
     stream.write('Hel');
     stream.write('lo');
-    await later(80);
+    await flushed;
     expect((await session.messages())[0]).toMatchObject({ status: 'streaming', content: 'Hello' });
 
     stream.write(', world');
@@ -34,14 +33,12 @@ describe('session.stream', () => {
       if (change.kinds.includes('message.update')) updates++;
     });
     const stream = await session.stream({ role: 'assistant', flushIntervalMs: 50 });
-    for (let i = 0; i < 100; i++) {
-      stream.write(`${i} `);
-      if (i % 10 === 0) await later(5);
-    }
+    for (let i = 0; i < 100; i++) stream.write(`${i} `);
     await stream.done();
-    // ~60 ms of writing at one flush per 50 ms: a few flushes, plus the final one, never one per chunk.
+    // 100 chunks within one interval: no flush before done() (the timer cannot fire between synchronous
+    // writes) and the final write, whatever the machine's speed; never one per chunk.
     expect(updates).toBeGreaterThanOrEqual(1);
-    expect(updates).toBeLessThanOrEqual(4);
+    expect(updates).toBeLessThanOrEqual(2);
     await tabula.close();
   });
 
@@ -63,22 +60,27 @@ describe('session.stream', () => {
     const a = await tabA.session('s');
     const b = await tabB.session('s');
     const seen: string[] = [];
+    // Each flush reaches B as a change event; B re-reads and records the text it finds.
+    let reads = Promise.resolve();
     b.subscribe(() => {
-      void b.messages().then((list) => {
-        const text = list[0]?.content;
+      reads = reads.then(async () => {
+        const text = (await b.messages())[0]?.content;
         if (typeof text === 'string' && seen.at(-1) !== text) seen.push(text);
       });
     });
-    const stream = await a.stream({ role: 'assistant', flushIntervalMs: 10 });
+    const stream = await a.stream({ role: 'assistant', flushIntervalMs: 0 });
+    let text = '';
     for (const word of ['one ', 'two ', 'three']) {
       stream.write(word);
-      await later(40);
+      text += word;
+      await waitFor(() => seen.includes(text), 30_000);
     }
     await stream.done();
-    await later(50);
+    await waitFor(() => seen.at(-1) === 'one two three', 30_000);
+    // The text only ever grows: each version B saw extends the one before.
+    seen.slice(1).forEach((text, index) => expect(text.startsWith(seen[index]!)).toBe(true));
     expect(seen).toContain('one ');
     expect(seen).toContain('one two ');
-    expect(seen.at(-1)).toBe('one two three');
     await tabA.close();
     await tabB.close();
   });
@@ -129,6 +131,56 @@ describe('session.stream', () => {
     await expect(stream.done({ content: 7 } as never)).rejects.toMatchObject({ code: 'schema/invalid' });
     stream.write('still open');
     expect(await stream.done()).toMatchObject({ status: 'complete', content: 'still open' });
+    await tabula.close();
+  });
+
+  it('done() rejects with stream/dropped when clearContext() removed the message mid-stream (issue 10 #2)', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const stream = await session.stream({ role: 'assistant' });
+    stream.write('lost words');
+    await session.clearContext();
+    await expect(stream.done()).rejects.toMatchObject({ code: 'stream/dropped' });
+    expect(await session.messages()).toEqual([]);
+    await tabula.close();
+  });
+
+  it('done() rejects when restore() replaced the message mid-stream, and abort() too (issue 10 #2)', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const checkpoint = await session.checkpoint();
+    const first = await session.stream({ role: 'assistant' });
+    first.write('gone');
+    await session.restore(checkpoint.id);
+    await expect(first.done()).rejects.toMatchObject({ code: 'stream/dropped' });
+    const second = await session.stream({ role: 'assistant' });
+    await session.restore(checkpoint.id);
+    await expect(second.abort()).rejects.toMatchObject({ code: 'stream/dropped' });
+    expect(await session.messages()).toEqual([]);
+    await tabula.close();
+  });
+
+  it('done() rejects with session/not-found when the session was deleted mid-stream, from another tab too (issue 10 #2)', async () => {
+    const name = uniqueName();
+    const tabA = await freshTabula({ name });
+    const tabB = await freshTabula({ name });
+    const stream = await (await tabA.session('s')).stream({ role: 'assistant' });
+    stream.write('text');
+    await tabB.deleteSession('s');
+    await expect(stream.done()).rejects.toMatchObject({ code: 'session/not-found' });
+    expect(await tabA.sessions()).toEqual([]);
+    await tabA.close();
+    await tabB.close();
+  });
+
+  it('done({ role }) other than assistant is refused and the stream stays open (issue 10 #14)', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const stream = await session.stream({ role: 'assistant' });
+    stream.write('answer');
+    await expect(stream.done({ role: 'user' } as never)).rejects.toMatchObject({ code: 'argument/invalid' });
+    expect(await stream.done({ role: 'assistant' })).toMatchObject({ role: 'assistant', status: 'complete', content: 'answer' });
+    expect((await session.messages())[0]).toMatchObject({ role: 'assistant' });
     await tabula.close();
   });
 });
