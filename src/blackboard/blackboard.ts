@@ -10,7 +10,7 @@
 import type * as Y from 'yjs';
 import { TabulaError } from '../core/errors.js';
 import { assertJsonValue, assertSafeKey, cloneJson, type JsonValue } from '../core/json.js';
-import { BLACKBOARD_MAP, MAX_BLACKBOARD_DEPTH, nestingDepth } from './validate.js';
+import { BLACKBOARD_MAP } from './validate.js';
 
 /** Where a change came from: this tab, another tab, or the sync server. */
 export type ChangeSource = 'local' | 'tab' | 'remote';
@@ -69,13 +69,8 @@ export interface BlackboardInit {
 }
 
 function checkValue(key: string, value: unknown): JsonValue {
-  // Checked iteratively first: the recursive checks and Yjs itself overflow the stack on a value thousands deep.
-  if (nestingDepth(value) > MAX_BLACKBOARD_DEPTH) {
-    throw new TabulaError(
-      'schema/invalid',
-      `blackboard key ${JSON.stringify(key)} holds a value nested deeper than ${MAX_BLACKBOARD_DEPTH} levels (or containing a cycle); flatten it or store it as a string.`,
-    );
-  }
+  // The JSON check caps nesting (MAX_JSON_DEPTH) before Yjs sees the value: Yjs encodes recursively and
+  // a value thousands deep would overflow the stack half-way through a transaction.
   return cloneJson(assertJsonValue(value, `blackboard key ${JSON.stringify(key)}`));
 }
 
