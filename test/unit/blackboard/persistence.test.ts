@@ -102,6 +102,8 @@ describe('blackboard persistence: flushed()', () => {
     // Watch every readwrite transaction on this database: y-indexeddb's own writes and the barrier.
     const pending = new Set<IDBTransaction>();
     const proto = IDBDatabase.prototype;
+    // Wrapped and restored below; it is always called with its database as `this`.
+    // eslint-disable-next-line @typescript-eslint/unbound-method
     const original = proto.transaction;
     proto.transaction = function (this: IDBDatabase, ...args: Parameters<typeof original>) {
       const tx = original.apply(this, args);
