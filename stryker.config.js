@@ -26,7 +26,7 @@ export default {
   ],
   coverageAnalysis: 'perTest',
   concurrency: 2,
-  timeoutMS: 20_000,
+  timeoutMS: 5_000,
   timeoutFactor: 2,
   reporters: ['clear-text', 'progress', 'html', 'json'],
   htmlReporter: { fileName: 'reports/mutation/index.html' },
