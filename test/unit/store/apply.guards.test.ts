@@ -334,4 +334,26 @@ describe('applyOps: known divergences (fail until fixed in src/store/apply.ts)',
     ]);
     expect(expected?.prefix).toBe('set after the restore');
   });
+
+  // Two devices delete the session concurrently. The tombstone keeps the order of whichever delete
+  // reached the replica first, so a create ordered between the two deletes (a third device, offline
+  // until now) brings the session back on a replica that saw the earlier delete first, and not on one
+  // that saw the later first. A delete of a session already gone should still raise the tombstone.
+  it.fails('two concurrent deletes leave the same tombstone whatever their arrival order', async () => {
+    // In order-key order, b's delete (6) ends the life c's create (4) began. Here the earlier delete
+    // arrives first, b's finds no session and leaves the tombstone at 3, and c's create then passes.
+    const { expected } = await converge([
+      [create(at(1)), op('session.delete', at(3), {})],
+      [op('session.delete', at(6, 'b'), {})],
+      [create(at(4, 'c')), append(at(5, 'c'), 'from c')],
+    ]);
+    expect(expected).toBeNull();
+  });
+
+  // DESIGN.md: "a state.save wins over another when its (version, order) is higher". Two devices that
+  // both save version 1 keep whichever arrived first, so the replicas disagree for good.
+  it.fails('two saves of the same version: the one with the greater order wins everywhere', async () => {
+    const { expected } = await converge([[create(at(1)), save(at(5, 'b'), 1, { summary: 'from b' })], [save(at(3), 1, { summary: 'from a' })]]);
+    expect(expected?.state.summary).toBe('from b');
+  });
 });
