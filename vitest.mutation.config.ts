@@ -15,6 +15,9 @@ export default defineConfig({
     include: ['test/unit/**/*.test.ts'],
     exclude: ['test/unit/package.test.ts', 'test/unit/scripts/**', '**/node_modules/**'],
     setupFiles: ['test/unit/setup.ts'],
+    // Stryker reruns the covering tests once per mutant: importing Dexie, Yjs and zod again for each test
+    // file cost most of that time. The tests use unique database names, so they can share modules.
+    isolate: false,
     // Instrumented code runs several times slower: property tests need room.
     testTimeout: 60_000,
     hookTimeout: 60_000,
