@@ -14,7 +14,7 @@ export default defineConfig({
     environment: 'node',
     include: ['test/unit/**/*.test.ts'],
     exclude: ['test/unit/package.test.ts', 'test/unit/scripts/**', '**/node_modules/**'],
-    setupFiles: ['test/unit/setup.ts'],
+    setupFiles: ['test/unit/setup.ts', 'test/unit/mutation-setup.ts'],
     // Stryker reruns the covering tests once per mutant: importing Dexie, Yjs and zod again for each test
     // file cost most of that time. The tests use unique database names, so they can share modules.
     isolate: false,
