@@ -301,6 +301,63 @@ describe('applyOps: late and out-of-order ops (guards)', () => {
     db.close();
   });
 
+  it('a replayed create changes nothing', async () => {
+    const c = create(at(1));
+    const { applied } = await replica([c, append(at(2), 'm1')], [c]);
+    expect(applied[1]).toEqual([]);
+  });
+
+  it('a delete removes everything of the old life: messages, journal, notes, memory, checkpoints', async () => {
+    const oldLife = [
+      append(at(2), 'old'),
+      op('journal.append', at(3), { entries: ['old'] }),
+      op('note.add', at(4), { text: 'old', runId: null, scope: null, at: 1 }),
+      memorySet(at(5), 'k', 1),
+      op('checkpoint.create', at(6), { id: 'old-cp', label: null, at: 1, snapshot: snapshotOf([]) }),
+      prefix(at(7), 'old prefix'),
+      save(at(8), 1, { summary: 'old summary' }),
+    ];
+    const { name } = await replica([create(at(1)), ...oldLife, op('session.delete', at(9), {}), create(at(10))]);
+    const shown = await view(name);
+    expect(shown).toMatchObject({ messages: [], journal: [], notes: [], memory: {}, checkpoints: [], prefix: '', messageCount: 0 });
+    expect(shown?.state).toMatchObject({ summary: null, version: 0 });
+  });
+
+  it('a save without a summary does not shield the summary from a late clear ordered after it', async () => {
+    const { expected } = await converge([
+      [create(at(1)), save(at(2), 1, { summary: 'old' }), save(at(5), 2, { tasks: ['t'] })],
+      [op('session.clear', at(3, 'b'), {})],
+    ]);
+    expect(expected?.state).toMatchObject({ summary: null, tasks: ['t'], version: 2 });
+  });
+
+  it('restore() of a checkpoint that belongs to another user\'s session of the same id changes nothing', async () => {
+    const foreign: Op = { ...op('checkpoint.create', at(3), { id: 'their-cp', label: null, at: 1, snapshot: snapshotOf([{ id: 'x', order: at(2) }]) }), userId: 'v' };
+    const { applied, name } = await replica(
+      [create(at(1)), { ...create(at(1)), userId: 'v' }, append(at(2), 'mine'), foreign],
+      [op('checkpoint.restore', at(5), { id: 'their-cp', version: 1 })],
+    );
+    expect(applied[1]).toEqual([]);
+    expect((await view(name))?.messages).toEqual(['mine:complete:mine']);
+  });
+
+  it('a late op does not move the session back: the next local write still follows everything', async () => {
+    const name = uniqueName('last-order');
+    const tabula = await openReplica(name);
+    const session = await tabula.session(SESSION);
+    const ahead = formatHlc({ wallMs: Date.now() + 3_600_000, counter: 0, clientId: 'ahead' });
+    const db = createDb(name);
+    const userId = session.userId;
+    const remote = (order: string, id: string): Op => ({ id: `op-${id}`, kind: 'message.append', userId, sessionId: SESSION, order, body: { id, createdAt: 1, status: 'complete', message: { role: 'user', content: id } } });
+    await db.transaction('rw', sessionTables(db), async () => applyOps(db, [remote(ahead, 'ahead')]));
+    // A late op, ordered after the session's creation but before `ahead`, arrives afterwards.
+    const late = formatHlc({ wallMs: Date.now() + 60_000, counter: 0, clientId: 'behind' });
+    await db.transaction('rw', sessionTables(db), async () => applyOps(db, [remote(late, 'late')]));
+    db.close();
+    await session.append({ role: 'user', content: 'local' });
+    expect((await session.messages()).map((m) => m.content)).toEqual(['late', 'ahead', 'local']);
+  });
+
   it('the session row follows the latest op: updatedAt never moves back', async () => {
     const { name } = await replica([create(at(1)), append(at(9), 'm9')], [append(at(4, 'b'), 'm4')]);
     const shown = await view(name);
