@@ -61,7 +61,7 @@ describe('messages({ scope, last })', () => {
   it('keeps exactly the last n messages of the scope', async () => {
     const session = await (await open()).session('s');
     for (let i = 0; i < 10; i++) await session.append({ role: 'user', content: `m${i}`, name: i % 2 === 0 ? 'even' : 'odd' });
-    const content = (messages: { content: unknown }[]) => messages.map((m) => m.content);
+    const content = (messages: readonly { content: unknown }[]) => messages.map((m) => m.content);
     expect(content(await session.messages({ scope: tagged('even'), last: 3 }))).toEqual(['m4', 'm6', 'm8']);
     expect(content(await session.messages({ scope: tagged('even'), last: 5 }))).toEqual(['m0', 'm2', 'm4', 'm6', 'm8']);
     expect(content(await session.messages({ scope: tagged('even'), last: 50 }))).toEqual(['m0', 'm2', 'm4', 'm6', 'm8']);
