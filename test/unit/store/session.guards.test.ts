@@ -109,3 +109,39 @@ describe('a context at its limit', () => {
     await expect(new WorkingContext({ messages: [], tokenCounter: counter, limit: 0 }).assertWithinLimit()).resolves.toBe(0);
   });
 });
+
+describe('the write path\'s own guards', () => {
+  it('a write that changes nothing announces nothing; one that does, announces its kinds', async () => {
+    const session = await (await open()).session('s');
+    const kinds: string[][] = [];
+    session.subscribe((change) => kinds.push([...change.kinds]));
+    await session.journal.record('e');
+    await session.journal.markCommitted();
+    await session.journal.markCommitted(); // already committed: no op applies
+    await session.note('after');
+    expect(kinds).toEqual([['journal.append'], ['journal.commit'], ['note.add']]);
+  });
+
+  it('writes to a deleted session or a closed Tabula fail with errors that name them', async () => {
+    const tabula = await open();
+    const session = await tabula.session('gone');
+    await tabula.deleteSession('gone');
+    await expect(session.append({ role: 'user', content: 'x' })).rejects.toMatchObject({ code: 'session/not-found', message: expect.stringContaining('"gone"') as unknown });
+    const other = await tabula.session('open');
+    await tabula.close();
+    opened.pop();
+    await expect(other.note('x')).rejects.toMatchObject({ code: 'storage/closed', message: expect.stringContaining(`"${tabula.dbName}" is closed`) as unknown });
+  });
+
+  it('an op of an unknown kind is refused with a TabulaError naming it', async () => {
+    const tabula = await open();
+    await tabula.session('s');
+    const db = createDb(tabula.dbName);
+    const bogus = { id: 'x', kind: 'session.rename', userId: 'u', sessionId: 's', order: formatHlc({ wallMs: Date.now() + 1000, counter: 0, clientId: 'z' }), body: {} } as unknown as Op;
+    await expect(db.transaction('rw', sessionTables(db), async () => applyOps(db, [bogus]))).rejects.toMatchObject({
+      code: 'argument/invalid',
+      message: expect.stringContaining('op kind') as unknown,
+    });
+    db.close();
+  });
+});
