@@ -301,6 +301,22 @@ describe('applyOps: late and out-of-order ops (guards)', () => {
     db.close();
   });
 
+  it('one batch applies each op to its own session, and lists a delete as applied', async () => {
+    const other = (o: Op): Op => ({ ...o, sessionId: 'other' });
+    const { applied, name } = await replica([create(at(1)), other(create(at(1))), append(at(2), 'mine'), other(append(at(3), 'theirs'))], [op('session.delete', at(4), {})]);
+    expect(applied[0]).toHaveLength(4);
+    expect(applied[1]!.map((o) => o.kind)).toEqual(['session.delete']);
+    expect(await view(name)).toBeNull();
+    expect((await view(name, 'other'))?.messages).toEqual(['theirs:complete:theirs']);
+  });
+
+  it('an earlier create that arrives alone still moves the start of the session\'s life', async () => {
+    const { applied, name } = await replica([create(at(5, 'b'))], [create(at(1))], [append(at(3), 'early')]);
+    expect(applied[1]).toHaveLength(1);
+    expect(applied[2]).toHaveLength(1);
+    expect((await view(name))?.messages).toEqual(['early:complete:early']);
+  });
+
   it('a replayed create changes nothing', async () => {
     const c = create(at(1));
     const { applied } = await replica([c, append(at(2), 'm1')], [c]);
