@@ -13,10 +13,11 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { Op } from '../../src/core/index.js';
 import { postgresStore, sqliteStore, type ServerStore } from '../../src/server/index.js';
 import { noteOp, uniqueUser } from './helpers.js';
+import { TEST_SEED } from '../unit/seed.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tabula-model-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const seed = Number(process.env.TABULA_SEED ?? 20_261_130);
+const seed = TEST_SEED;
 
 const command = fc.record({ client: fc.integer({ min: 0, max: 2 }), delta: fc.integer({ min: -3, max: 2 }), length: fc.integer({ min: 1, max: 4 }) });
 

@@ -9,9 +9,9 @@ import * as fc from 'fast-check';
 import * as Y from 'yjs';
 import { describe, expect, it } from 'vitest';
 import { createBlackboard, isTabulaError, type Blackboard, type JsonValue } from '../../../src/index.js';
+import { TEST_SEED } from '../seed.js';
 
-const envSeed = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.TABULA_SEED;
-const seed = Number(envSeed ?? Date.now() % 1_000_000);
+const seed = TEST_SEED;
 
 function cyclic(): Record<string, unknown> {
   const value: Record<string, unknown> = { a: 1 };

@@ -12,6 +12,7 @@ import type { JsonValue } from '../../../src/core/index.js';
 import { persistDoc, type DocPersistence } from '../../../src/blackboard/persistence.js';
 import { MemoryHub, seededRandom } from './memory-hub.js';
 import { uniqueName } from '../store/helpers.js';
+import { TEST_SEED } from '../seed.js';
 
 const TABS = 5;
 const SEEDS = 20;
@@ -98,8 +99,7 @@ async function runSeed(seed: number): Promise<void> {
 
 describe('blackboard convergence (seeded, random delivery)', () => {
   // TABULA_SEED=n replays a reported seed (Node only; the browser run uses the default seeds).
-  const envSeed = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.TABULA_SEED;
-  const base = Number(envSeed ?? 20_261_130);
+  const base = TEST_SEED;
   for (let i = 0; i < SEEDS; i++) {
     const seed = base + i;
     it(`seed ${seed}: ${TABS} tabs, ${OPS_PER_SEED} operations, drops, duplicates, reloads`, async () => {

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { fcParams } from '../seed.js';
 import { describe, expect, it } from 'vitest';
 import { compareHlc, createHlc, formatHlc, isTabulaError, parseHlc } from '../../../src/core/index.js';
 
@@ -87,7 +88,7 @@ describe('hybrid logical clock', () => {
           }
         },
       ),
-      { numRuns: 200 },
+      fcParams(200),
     );
   });
 });

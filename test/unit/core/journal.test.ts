@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { fcParams } from '../seed.js';
 import { describe, expect, it } from 'vitest';
 import { MutationJournal } from '../../../src/core/index.js';
 
@@ -87,6 +88,7 @@ describe('MutationJournal', () => {
           expect(journal.diff()).toEqual(model.slice(watermark));
         }
       }),
+      fcParams(300),
     );
   });
 });

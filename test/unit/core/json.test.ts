@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { fcParams } from '../seed.js';
 import { describe, expect, it } from 'vitest';
 import {
   JsonValueSchema,
@@ -67,6 +68,7 @@ describe('cloneJson and deepFreeze', () => {
         expect(copy).toEqual(value);
         expect(stableKey(copy)).toBe(stableKey(value));
       }),
+      fcParams(200),
     );
     const original = { a: { b: [1] } };
     const copy = cloneJson(original);
@@ -114,6 +116,7 @@ describe('stableKey', () => {
         const equal = JSON.stringify(sortDeep(a)) === JSON.stringify(sortDeep(b));
         expect(stableKey(a) === stableKey(b)).toBe(equal);
       }),
+      fcParams(300),
     );
   });
 });

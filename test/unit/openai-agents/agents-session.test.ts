@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { ApproxTokenCounter, openTabula } from '../../../src/index.js';
 import { TabulaAgentsSession } from '../../../src/openai-agents/index.js';
 import { uniqueName } from '../store/helpers.js';
+import { TEST_SEED } from '../seed.js';
 
 const open = (name: string) => openTabula({ name, tokenCounter: new ApproxTokenCounter() });
 
@@ -236,8 +237,7 @@ describe('TabulaAgentsSession behaves as the SDK MemorySession (seeded model-bas
     fc.record({ kind: fc.constant('get' as const), limit: fc.option(fc.nat(4), { nil: undefined }) }),
   );
 
-  const envSeed = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.TABULA_SEED;
-  const seed = Number(envSeed ?? 20_261_130);
+  const seed = TEST_SEED;
 
   it(`seed ${seed}: same items and same failures for random operation sequences`, async () => {
     console.log(`[agents-session model test] seed ${seed} (replay with TABULA_SEED=${seed})`);

@@ -6,12 +6,12 @@ import { WINDOW_CHARS, createEngine as createEngineWith, createEngineHost } from
 import { IN_THREAD_ENCODINGS } from '../../../src/tokens/in-thread-encodings.js';
 import { exactCounterOf } from '../../../src/tokens/bpe.js';
 import { SAMPLES } from './samples.js';
+import { TEST_SEED } from '../seed.js';
 
 const plain = { disallowedSpecial: new Set<string>() };
 const createEngine = (loaders = IN_THREAD_ENCODINGS) => createEngineWith(loaders);
 const reference = { o200k_base: o200k.countTokens, cl100k_base: cl100k.countTokens } as const;
-const envSeed = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.TABULA_SEED;
-const seed = Number(envSeed ?? Date.now() % 1_000_000);
+const seed = TEST_SEED;
 
 /** Text pieces of the kinds that stress a tokenizer: long runs, base64, code, CJK, emoji, whitespace. */
 const piece = fc.oneof(
