@@ -21,7 +21,7 @@ import { PrefixContext } from '../core/prefix.js';
 import { applyScope, type ContextScope } from '../core/scopes.js';
 import type { SessionChange } from './changes.js';
 import { mapStorageError } from './errors.js';
-import { parseSessionExport, type SessionExport } from './export.js';
+import type { SessionExport } from './export.js';
 import { newId } from './ids.js';
 import { createMemory } from './memory.js';
 import { addNote } from './notes.js';
@@ -278,12 +278,9 @@ export function createSessionHandle(init: SessionHandleInit): Session {
       if (parsed.length === 0) return [];
       return write(`append ${parsed.length} message(s)`, async (tx) => {
         tx.existing();
-        const stored: StoredMessage[] = [];
-        for (const message of parsed) {
-          const op = await tx.emit('message.append', { id: newId(), createdAt: Date.now(), status: 'complete', message });
-          if (op.kind === 'message.append') stored.push(toStoredMessage({ ...op.body, order: op.order }));
-        }
-        return stored;
+        const createdAt = Date.now();
+        const ops = await tx.emitAppends(parsed.map((message) => ({ id: newId(), createdAt, status: 'complete', message })));
+        return ops.map((op) => toStoredMessage({ ...op.body, order: op.order }));
       });
     },
 
@@ -496,9 +493,8 @@ export function createSessionHandle(init: SessionHandleInit): Session {
   return session;
 }
 
-/** Validates and rewrites an export into the ops that recreate it (used by import and fork). */
+/** Rewrites an export, validated by the caller (parseSessionExport), into the ops that recreate it (used by import and fork). */
 export async function importInto(tx: Emitter, data: SessionExport): Promise<void> {
-  parseSessionExport(data);
   await tx.emit('session.create', { createdAt: data.createdAt, forkOf: data.forkOf });
   if (data.prefix.systemPrompt !== '' || data.prefix.grounding.length > 0 || data.prefix.schemaBlock !== null) {
     await tx.emit('prefix.set', { prefix: data.prefix });
@@ -508,9 +504,10 @@ export async function importInto(tx: Emitter, data: SessionExport): Promise<void
   // so they belong to this session's life (after its create) and later appends sort after them.
   const base = tx.nextOrder();
   const messages = [...data.messages].sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
-  for (const [index, m] of messages.entries()) {
-    await tx.emit('message.append', { id: m.id, createdAt: m.createdAt, status: m.status, message: m.message }, { order: subOrder(base, index) });
-  }
+  await tx.emitAppends(
+    messages.map((m) => ({ id: m.id, createdAt: m.createdAt, status: m.status, message: m.message })),
+    messages.map((_, index) => subOrder(base, index)),
+  );
   if (data.journal.entries.length > 0) await tx.emit('journal.append', { entries: data.journal.entries });
   if (data.journal.watermark > 0) await tx.emit('journal.commit', { watermark: Math.min(data.journal.watermark, data.journal.entries.length) });
   for (const note of data.notes) await tx.emit('note.add', note);
