@@ -10,6 +10,7 @@
  */
 import type { z } from 'zod';
 import type { Blackboard } from '../blackboard/blackboard.js';
+import type { BoardLease } from '../blackboard/registry.js';
 import { WorkingContext, type FrozenContext } from '../core/context.js';
 import { TabulaError, describeIssues, formatPath } from '../core/errors.js';
 import { subOrder } from '../core/hlc.js';
@@ -137,7 +138,17 @@ export function createSessionHandle(init: SessionHandleInit): Session {
   const { db } = store;
   const label = `session "${sessionId}" of user "${userId}"`;
   const unsubscribers = new Set<() => void>();
-  const board = store.boards.acquire(userId, sessionId);
+  // The blackboard (a Yjs doc, its IndexedDB database and its cross-tab channel) opens on first use:
+  // a session whose board is never touched costs none of them.
+  let board: BoardLease | null = null;
+  const lease = (): BoardLease => {
+    if (!board) {
+      board = store.boards.acquire(userId, sessionId);
+      // Touched after close(): hand back a board that refuses use, holding nothing open.
+      if (closed) void board.release();
+    }
+    return board;
+  };
   let closed = false;
 
   const ensureOpen = () => {
@@ -261,8 +272,9 @@ export function createSessionHandle(init: SessionHandleInit): Session {
 
   const exportWithBoard = async (): Promise<SessionExport> => {
     const data = await exportData();
-    await board.blackboard.whenLoaded;
-    return { ...data, blackboard: board.blackboard.toJSON() };
+    const { blackboard } = lease();
+    await blackboard.whenLoaded;
+    return { ...data, blackboard: blackboard.toJSON() };
   };
 
   const runner = createRunner({ store, userId, sessionId, label, contextSchema, append: (message) => session.append(message) });
@@ -270,7 +282,9 @@ export function createSessionHandle(init: SessionHandleInit): Session {
   const session: Session = {
     userId,
     sessionId,
-    blackboard: board.blackboard,
+    get blackboard() {
+      return lease().blackboard;
+    },
 
     async append(input) {
       const list = Array.isArray(input) ? input : [input];
@@ -407,14 +421,14 @@ export function createSessionHandle(init: SessionHandleInit): Session {
     },
 
     async toContext(options = {}) {
-      const [row, messages, entries] = await Promise.all([readRow(), session.messages(options), readJournal(), board.blackboard.whenLoaded]);
+      const [row, messages, entries] = await Promise.all([readRow(), session.messages(options), readJournal(), lease().blackboard.whenLoaded]);
       const journal = new MutationJournal<unknown>(entries.slice(0, row.journalWatermark));
       journal.apply(entries.slice(row.journalWatermark));
       return new WorkingContext({
         prefix: new PrefixContext(row.prefix),
         messages: messages.map(toWireMessage),
         // The blackboard is the scratchpad axis; write a context's changes back with blackboard.update().
-        scratchpad: board.blackboard.toJSON(),
+        scratchpad: lease().blackboard.toJSON(),
         journal,
         tokenCounter: store.tokenCounter,
       });
@@ -487,7 +501,7 @@ export function createSessionHandle(init: SessionHandleInit): Session {
       closed = true;
       for (const unsubscribe of unsubscribers) unsubscribe();
       unsubscribers.clear();
-      await board.release();
+      await board?.release();
     },
   };
   return session;
