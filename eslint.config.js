@@ -53,4 +53,18 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // The sync server runs in Node only: it takes the core and the wire protocol, never browser code.
+    files: ['src/server/**/*.ts', 'src/sync/protocol.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['dexie', 'y-indexeddb', 'y-protocols/*', 'comlink', '../store/*', '../blackboard/*', '../tokens/*', '../index.js'], message: 'The server and the protocol import only src/core and src/sync/protocol (and Node libraries).' },
+          ],
+        },
+      ],
+    },
+  },
 );

@@ -27,6 +27,18 @@ export default defineConfig({
       },
       {
         test: {
+          // The sync server (Node only) against SQLite and one embedded PostgreSQL per run.
+          name: 'server',
+          root: repoRoot,
+          environment: 'node',
+          include: ['test/server/**/*.test.ts'],
+          globalSetup: ['test/server/global-setup.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
           name: 'browser',
           root: repoRoot,
           // The core and store suites run here too: the core needs nothing Node-only, and the

@@ -9,6 +9,9 @@
  *    recount (goal: at least 100× faster).
  * 4. First count latency (worker start + encoding load): shared vs
  *    dedicated, and a second tab joining a running shared worker.
+ * 5. One long unbroken run (40K of `a`, of `=`): the worker against
+ *    gpt-tokenizer's quadratic merge in the page (goal: exact, and at least
+ *    10× faster).
  */
 import { callPage, startBenchBrowser } from './lib/browser.js';
 import { summarise } from './lib/measure.js';
@@ -62,6 +65,13 @@ try {
     rows.push({ case: `throughput, 5 MB ${kind} (${mode} worker)`, unit: 'MB/s (median of 5)', tabula: w, baseline: p, ratio: w / p, note: 'baseline: gpt-tokenizer in the page thread; goal ≥ 0.9×' });
   }
 
+  // 1b. Long unbroken runs: one pre-token each, quadratic in gpt-tokenizer.
+  for (const [char, chars] of [['a', 40_000], ['=', 40_000]] as const) {
+    const r = await call<{ workerMs: number; pageMs: number; exactCheck: boolean }>(page, 'longRun', char, chars);
+    if (!r.exactCheck) throw new Error(`the worker count of a run of ${char} differs from gpt-tokenizer`);
+    rows.push({ case: `one run of ${chars / 1000}K × "${char}" (${mode} worker)`, unit: 'ms', tabula: r.workerMs, baseline: r.pageMs, ratio: r.workerMs / r.pageMs, note: 'baseline: gpt-tokenizer in the page thread (quadratic merge); counts equal' });
+  }
+
   // 2. Blocking.
   const blocking = await call<{ worker: { maxLongTaskMs: number; maxFrameGapMs: number; ms: number }; inThread: { maxLongTaskMs: number; maxFrameGapMs: number; ms: number } }>(page, 'blocking', 10 * MB, 7);
   rows.push(
@@ -85,6 +95,10 @@ try {
       `worker throughput ≥ 0.9× in-page: english ${rows[2]?.ratio?.toFixed(2)}×, code ${rows[3]?.ratio?.toFixed(2)}×`,
       `no main-thread task over 50 ms with the worker: longest ${blocking.worker.maxLongTaskMs.toFixed(0)} ms`,
       `incremental at least 100× faster than a full recount: ${(f / i).toFixed(0)}×`,
+      `long runs exact and at least 10× faster than gpt-tokenizer in the page: ${rows
+        .filter((row) => row.case.startsWith('one run'))
+        .map((row) => `${(1 / (row.ratio ?? 1)).toFixed(0)}×`)
+        .join(', ')}`,
     ],
   });
 } finally {

@@ -44,6 +44,21 @@ const bench = {
     const tokens = await counter.countText('The first count waits for the worker and its encoding.');
     return { firstCountMs: performance.now() - start, mode: counter.mode, tokens };
   },
+  /**
+   * One long unbroken run (one pre-token): the worker counter against gpt-tokenizer in this thread,
+   * whose merge is quadratic in the run's length. Counts must be equal.
+   */
+  async longRun(char: string, chars: number) {
+    if (!counter) throw new Error('startCounter() first');
+    const text = char.repeat(chars);
+    let start = performance.now();
+    const workerTokens = await counter.countText(text);
+    const workerMs = performance.now() - start;
+    start = performance.now();
+    const pageTokens = countTokens(text, plain);
+    const pageMs = performance.now() - start;
+    return { workerMs, pageMs, exactCheck: workerTokens === pageTokens };
+  },
   /** Throughput of the worker counter and of gpt-tokenizer in this thread, on fresh text each. */
   async throughput(kind: 'english' | 'code', chars: number, seed: number) {
     if (!counter) throw new Error('startCounter() first');

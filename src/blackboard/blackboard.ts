@@ -10,7 +10,7 @@
 import type * as Y from 'yjs';
 import { TabulaError } from '../core/errors.js';
 import { assertJsonValue, cloneJson, type JsonValue } from '../core/json.js';
-import { BLACKBOARD_MAP } from './validate.js';
+import { BLACKBOARD_MAP, MAX_BLACKBOARD_DEPTH, nestingDepth } from './validate.js';
 
 /** Where a change came from: this tab, another tab, or the sync server. */
 export type ChangeSource = 'local' | 'tab' | 'remote';
@@ -56,13 +56,49 @@ export interface BlackboardInit {
   whenLoaded?: Promise<void>;
   /** @default resolves at once (nothing to persist) */
   flushed?: () => Promise<void>;
-  /** Throws when the board may no longer be used (its session was closed). */
+  /** Throws when the board may no longer be used (its session was closed or deleted). */
   assertOpen?: () => void;
+  /** Aborted when this view of the board closes: its observers are removed. */
+  signal?: AbortSignal;
+  /**
+   * Receives what an observe() listener threw. A listener's error never
+   * reaches the writer (the change is applied by then) nor another tab.
+   * @default console.error
+   */
+  onListenerError?: (error: unknown) => void;
+}
+
+function checkValue(key: string, value: unknown): JsonValue {
+  // Checked iteratively first: the recursive checks and Yjs itself overflow the stack on a value thousands deep.
+  if (nestingDepth(value) > MAX_BLACKBOARD_DEPTH) {
+    throw new TabulaError(
+      'schema/invalid',
+      `blackboard key ${JSON.stringify(key)} holds a value nested deeper than ${MAX_BLACKBOARD_DEPTH} levels (or containing a cycle); flatten it or store it as a string.`,
+    );
+  }
+  return cloneJson(assertJsonValue(value, `blackboard key ${JSON.stringify(key)}`));
+}
+
+/** A short, never-throwing description of a wrong argument (JSON.stringify throws on cycles and BigInt). */
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return `an object (${Object.prototype.toString.call(value).slice(8, -1)})`;
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'symbol') return 'a symbol';
+  return `${typeof value} ${value === undefined ? '' : (value as number | boolean | bigint).toString()}`.trim();
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
 }
 
 function checkKey(key: unknown): string {
   if (typeof key !== 'string' || key === '') {
-    throw new TabulaError('argument/invalid', `A blackboard key must be a non-empty string, got ${JSON.stringify(key)}.`);
+    throw new TabulaError('argument/invalid', `A blackboard key must be a non-empty string, got ${describe(key)}.`);
   }
   return key;
 }
@@ -77,7 +113,7 @@ export function createBlackboard(init: BlackboardInit): Blackboard {
   const local = { source: 'local' as const };
   const classify = (origin: unknown): ChangeSource => (origin === local ? 'local' : sourceOf(origin));
 
-  const checked = (key: string, value: unknown) => cloneJson(assertJsonValue(value, `blackboard key ${JSON.stringify(key)}`));
+  const onListenerError = init.onListenerError ?? ((error: unknown) => console.error('[tabula] a blackboard observe() listener threw', error));
 
   return {
     doc,
@@ -89,7 +125,7 @@ export function createBlackboard(init: BlackboardInit): Blackboard {
     },
     set(key, value) {
       assertOpen();
-      const copy = checked(checkKey(key), value);
+      const copy = checkValue(checkKey(key), value);
       doc.transact(() => map.set(key, copy), local);
     },
     delete(key) {
@@ -110,29 +146,44 @@ export function createBlackboard(init: BlackboardInit): Blackboard {
     },
     update(values) {
       assertOpen();
-      if (typeof values !== 'object' || values === null || Array.isArray(values)) {
-        throw new TabulaError('argument/invalid', 'blackboard.update() takes an object of key → JSON value.');
+      if (!isPlainObject(values)) {
+        throw new TabulaError('argument/invalid', `blackboard.update() takes a plain object of key → JSON value, got ${describe(values)}.`);
       }
-      const entries = Object.entries(values).map(([key, value]) => [checkKey(key), checked(key, value)] as const);
+      const entries = Object.entries(values).map(([key, value]) => [checkKey(key), checkValue(key, value)] as const);
       doc.transact(() => {
         for (const [key, value] of entries) map.set(key, value);
       }, local);
     },
     transact(fn) {
       assertOpen();
+      if (typeof fn !== 'function') throw new TabulaError('argument/invalid', `blackboard.transact() takes a function, got ${describe(fn)}.`);
       doc.transact(fn, local);
     },
     observe(listener) {
+      assertOpen();
+      if (typeof listener !== 'function') throw new TabulaError('argument/invalid', `blackboard.observe() takes a listener function, got ${describe(listener)}.`);
       const handler = (event: Y.YMapEvent<JsonValue>) => {
+        if (init.signal?.aborted) return;
         const origin = classify(event.transaction.origin);
         const changes = ([...event.keysChanged] as string[]).sort().map((key) => {
           const value = map.get(key);
           return Object.freeze({ key, value: value === undefined ? undefined : cloneJson(value), origin });
         });
-        listener(changes);
+        // Yjs calls observers inside the writer's transaction: a throw here would escape from set()
+        // (or from another tab's applyUpdate) after the change was applied.
+        try {
+          listener(changes);
+        } catch (error) {
+          onListenerError(error);
+        }
       };
       map.observe(handler);
-      return () => map.unobserve(handler);
+      const stop = () => {
+        map.unobserve(handler);
+        init.signal?.removeEventListener('abort', stop);
+      };
+      init.signal?.addEventListener('abort', stop, { once: true });
+      return stop;
     },
   };
 }

@@ -40,11 +40,32 @@ export interface PersistenceOptions {
   /** Compact on load once the log has more rows than this. @default 20 */
   compactAboveRows?: number;
   onError: (error: TabulaError) => void;
+  /** Called when another connection deletes this database (a `versionchange`): the board's life has ended. */
+  onDeleted?: () => void;
 }
 
 export function persistDoc(name: string, doc: Y.Doc, options: PersistenceOptions): DocPersistence {
   const provider = new IndexeddbPersistence(name, doc);
   const compactAboveRows = options.compactAboveRows ?? 20;
+  // y-indexeddb writes each update from inside the doc's update event, so a database closed under it
+  // (deleted by another tab) would throw out of blackboard.set() after the value was applied and sent.
+  // Its handler runs guarded instead; the failure is reported.
+  const storeUpdate = provider._storeUpdate;
+  const guardedStore = (update: Uint8Array, origin: unknown) => {
+    try {
+      storeUpdate(update, origin);
+    } catch (error) {
+      options.onError(new TabulaError('storage/failed', `Could not store a blackboard change in "${name}".`, { cause: error }));
+    }
+  };
+  doc.off('update', storeUpdate);
+  doc.on('update', guardedStore);
+  const { onDeleted } = options;
+  if (onDeleted) {
+    // lib0 closes the connection on versionchange (so a delete is not blocked); the listener is
+    // added in the same turn the connection opens, before any versionchange can be dispatched.
+    provider._db.then((db) => db.addEventListener('versionchange', () => onDeleted()), () => undefined);
+  }
 
   const database = async (): Promise<IDBDatabase> => {
     await provider.whenSynced;
@@ -116,6 +137,7 @@ export function persistDoc(name: string, doc: Y.Doc, options: PersistenceOptions
     compact,
     size,
     async close() {
+      doc.off('update', guardedStore);
       await provider.destroy();
     },
   };

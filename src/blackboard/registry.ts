@@ -3,10 +3,18 @@
  * that session (so two handles see each other's writes at once), with its
  * IndexedDB persistence and its cross-tab provider. Reference-counted:
  * the last handle to close closes the doc, the provider and the channel.
+ *
+ * Lives. A session deleted and created again under the same id is a new
+ * *life* (its `lifeOf` id differs). Each life has its own database and its
+ * own cross-tab channel, both named after the life, so a tab still holding
+ * the old life can neither sync nor persist anything into the new one,
+ * whatever order the tabs learn of the delete in. A delete is announced to
+ * every tab (and seen as `versionchange` on the deleted database); there the
+ * old life's board closes and refuses writes with `session/not-found`.
  */
 import * as Y from 'yjs';
 import { TabulaError } from '../core/errors.js';
-import { createBlackboard, type Blackboard, type ChangeSource } from './blackboard.js';
+import { createBlackboard, type Blackboard } from './blackboard.js';
 import { deleteDocDatabase, persistDoc, type DocPersistence } from './persistence.js';
 import { TabSyncProvider, broadcastTransport, type TabTransport } from './tab-provider.js';
 
@@ -21,8 +29,12 @@ export interface BoardLease {
 
 export interface BoardRegistry {
   acquire(userId: string, sessionId: string): BoardLease;
-  /** Closes the session's doc here and deletes its database. */
-  destroy(userId: string, sessionId: string): Promise<void>;
+  /**
+   * Ends life `life` of the session: closes its doc here, tells every other
+   * tab to close theirs, and deletes its database. Without a life (the
+   * session did not exist) nothing is open to close.
+   */
+  destroy(userId: string, sessionId: string, life: string | undefined): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -32,6 +44,12 @@ export interface BoardRegistryOptions {
   /** This tab's id in cross-tab frames. */
   peerId: string;
   onError: (error: TabulaError) => void;
+  /**
+   * The id of the session's current life, or undefined when it does not
+   * exist. Ids of later lives sort after earlier ones.
+   * @default every session has one life, ''
+   */
+  lifeOf?: (userId: string, sessionId: string) => Promise<string | undefined>;
   /** @default a BroadcastChannel per session */
   transport?: (channelName: string) => TabTransport;
   /** @default 10_000 */
@@ -39,85 +57,214 @@ export interface BoardRegistryOptions {
 }
 
 interface Entry {
+  readonly userId: string;
+  readonly sessionId: string;
   refs: number;
-  closed: boolean;
-  doc: Y.Doc;
-  persistence: DocPersistence;
-  provider: TabSyncProvider;
-  sourceOf: (origin: unknown) => ChangeSource;
+  /** Why the board refuses writes: released here, or its life ended. */
+  closedBy: 'close' | 'delete' | null;
+  readonly doc: Y.Doc;
+  /** The life, once known. */
+  life: string | undefined;
+  persistence: DocPersistence | null;
+  provider: TabSyncProvider | null;
+  whenLoaded: Promise<void>;
+  /** Resolves once the life is known and persistence (if any) is open. */
+  readonly started: Promise<void>;
 }
 
-/** `${name}:${userId}:${sessionId}:blackboard`, each part URI-encoded so ids with ':' cannot collide. */
-export function blackboardDatabaseName(name: string, userId: string, sessionId: string): string {
-  return [name, userId, sessionId].map(encodeURIComponent).join(':') + ':blackboard';
+/**
+ * The database of one life of a session's board:
+ * `${name}:${userId}:${sessionId}:blackboard`, each part URI-encoded so ids
+ * with ':' cannot collide, and `:${life}` before the suffix for every life
+ * but the first one a database ever had ('' ).
+ */
+export function blackboardDatabaseName(name: string, userId: string, sessionId: string, life = ''): string {
+  const parts = life === '' ? [name, userId, sessionId] : [name, userId, sessionId, life];
+  return parts.map(encodeURIComponent).join(':') + ':blackboard';
+}
+
+/** A delete announced to the other tabs; validated on receipt like every cross-tab message. */
+interface LifeEnded {
+  v: 1;
+  userId: string;
+  sessionId: string;
+  life: string;
+}
+
+function isLifeEnded(raw: unknown): raw is LifeEnded {
+  if (typeof raw !== 'object' || raw === null) return false;
+  const m = raw as Record<string, unknown>;
+  return m.v === 1 && typeof m.userId === 'string' && typeof m.sessionId === 'string' && typeof m.life === 'string';
 }
 
 export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistry {
   const entries = new Map<string, Entry>();
+  /** The latest ended life per session, so a board of it acquired late is born closed. */
+  const ended = new Map<string, string>();
   const key = (userId: string, sessionId: string) => JSON.stringify([userId, sessionId]);
   const transport = options.transport ?? broadcastTransport;
+  const lifeOf = options.lifeOf ?? (() => Promise.resolve(''));
+  const lives = typeof BroadcastChannel === 'function' ? new BroadcastChannel(`tabula:${options.name}:blackboard-lives`) : null;
+  const isEnded = (k: string, life: string | undefined) => {
+    if (life === undefined) return true;
+    const last = ended.get(k);
+    return last !== undefined && life <= last;
+  };
 
-  const open = (userId: string, sessionId: string): Entry => {
-    const doc = new Y.Doc();
+  const shut = async (k: string, entry: Entry, why: 'close' | 'delete') => {
+    if (entry.closedBy) return;
+    entry.closedBy = why;
+    if (entries.get(k) === entry) entries.delete(k);
+    await entry.started;
+    entry.provider?.close();
+    await entry.persistence?.close();
+    entry.doc.destroy();
+    // A tab that opened the ended life's database after it was deleted created it afresh: remove that orphan.
+    if (why === 'delete' && entry.persistence && entry.life !== undefined) {
+      await deleteDocDatabase(blackboardDatabaseName(options.name, entry.userId, entry.sessionId, entry.life));
+    }
+  };
+
+  /** Learns the life, then (unless it has ended) connects the doc to that life's channel and database. */
+  const start = async (k: string, entry: Entry, markStarted: () => void): Promise<void> => {
+    const { userId, sessionId, doc } = entry;
+    try {
+      entry.life = await lifeOf(userId, sessionId);
+    } catch (error) {
+      options.onError(new TabulaError('storage/failed', `Could not read which life of session "${sessionId}" the blackboard belongs to.`, { cause: error }));
+      entry.life = undefined;
+    }
+    // Gone before it could open (deleted meanwhile here or in another tab): nothing to load or sync.
+    // A board merely released meanwhile still opens, so what was written to it is stored.
+    if (entry.closedBy === 'delete' || isEnded(k, entry.life)) {
+      markStarted();
+      await shut(k, entry, 'delete');
+      return;
+    }
+    const life = entry.life as string;
     // The provider subscribes to updates first, so a change is on its way to the other tabs
     // before y-indexeddb starts its IndexedDB transaction for it.
     const provider = new TabSyncProvider(doc, {
       peerId: options.peerId,
-      transport: transport(`tabula:${options.name}:blackboard:${key(userId, sessionId)}`),
+      transport: transport(`tabula:${options.name}:blackboard:${JSON.stringify([userId, sessionId, life])}`),
       onError: options.onError,
       ...(options.resyncIntervalMs === undefined ? {} : { resyncIntervalMs: options.resyncIntervalMs }),
     });
-    const persistence = persistDoc(blackboardDatabaseName(options.name, userId, sessionId), doc, { onError: options.onError });
-    const sourceOf = (origin: unknown): ChangeSource => (origin === provider ? 'tab' : origin === REMOTE_ORIGIN ? 'remote' : 'local');
+    const persistence = persistDoc(blackboardDatabaseName(options.name, userId, sessionId, life), doc, {
+      onError: options.onError,
+      // Another tab deleted this life's database: the life has ended.
+      onDeleted: () => {
+        shut(k, entry, 'delete').catch((error: unknown) => options.onError(new TabulaError('storage/failed', `Could not close the deleted blackboard of session "${sessionId}".`, { cause: error })));
+      },
+    });
+    entry.provider = provider;
+    entry.persistence = persistence;
+    markStarted();
     provider.resync();
-    return { refs: 0, closed: false, doc, persistence, provider, sourceOf };
+    await persistence.whenLoaded;
   };
 
-  const shut = async (k: string, entry: Entry) => {
-    if (entry.closed) return;
-    entry.closed = true;
-    entries.delete(k);
-    entry.provider.close();
-    await entry.persistence.close();
-    entry.doc.destroy();
+  const open = (k: string, userId: string, sessionId: string): Entry => {
+    let markStarted!: () => void;
+    const started = new Promise<void>((resolve) => (markStarted = resolve));
+    const entry: Entry = {
+      userId,
+      sessionId,
+      refs: 0,
+      closedBy: null,
+      doc: new Y.Doc(),
+      life: undefined,
+      persistence: null,
+      provider: null,
+      started,
+      whenLoaded: Promise.resolve(),
+    };
+    entry.whenLoaded = start(k, entry, markStarted);
+    return entry;
   };
+
+  const endLife = async (userId: string, sessionId: string, life: string, announce: boolean) => {
+    const k = key(userId, sessionId);
+    const last = ended.get(k);
+    if (last === undefined || life > last) ended.set(k, life);
+    if (announce) lives?.postMessage({ v: 1, userId, sessionId, life } satisfies LifeEnded);
+    const entry = entries.get(k);
+    if (entry) {
+      await entry.started;
+      if (isEnded(k, entry.life)) await shut(k, entry, 'delete');
+    }
+  };
+
+  if (lives) {
+    lives.onmessage = (event: MessageEvent<unknown>) => {
+      if (!isLifeEnded(event.data)) {
+        options.onError(new TabulaError('schema/invalid', 'Ignored a malformed blackboard message from another tab (expected { v: 1, userId, sessionId, life }).'));
+        return;
+      }
+      const { userId, sessionId, life } = event.data;
+      endLife(userId, sessionId, life, false).catch((error: unknown) =>
+        options.onError(new TabulaError('storage/failed', `Could not close the deleted blackboard of session "${sessionId}".`, { cause: error })),
+      );
+    };
+  }
 
   return {
     acquire(userId, sessionId) {
       const k = key(userId, sessionId);
       let entry = entries.get(k);
-      if (!entry) entries.set(k, (entry = open(userId, sessionId)));
+      if (!entry) entries.set(k, (entry = open(k, userId, sessionId)));
       entry.refs += 1;
       const held = entry;
       let released = false;
+      const lease = new AbortController();
+      const assertOpen = () => {
+        if (held.closedBy === 'delete') {
+          throw new TabulaError(
+            'session/not-found',
+            `Session "${sessionId}" of user "${userId}" was deleted (here or in another tab), and its blackboard with it; open the session again with tabula.session() to start afresh.`,
+          );
+        }
+        if (released || held.closedBy) throw new TabulaError('storage/closed', `The blackboard of session "${sessionId}" is closed; open the session again.`);
+      };
       // Each lease gets its own view of the shared doc, so a closed session handle cannot write.
       const blackboard = createBlackboard({
         doc: held.doc,
-        sourceOf: held.sourceOf,
-        whenLoaded: held.persistence.whenLoaded,
-        flushed: () => held.persistence.flushed(),
-        assertOpen: () => {
-          if (released || held.closed) throw new TabulaError('storage/closed', `The blackboard of session "${sessionId}" is closed; open the session again.`);
+        sourceOf: (origin) => (origin !== null && origin === held.provider ? 'tab' : origin === REMOTE_ORIGIN ? 'remote' : 'local'),
+        whenLoaded: held.whenLoaded,
+        flushed: async () => {
+          await held.started;
+          assertOpen();
+          try {
+            await held.persistence?.flushed();
+          } catch (error) {
+            // Deleted or closed while the barrier was on its way: say which, not a raw IndexedDB error.
+            assertOpen();
+            throw new TabulaError('storage/failed', `Could not make the blackboard of session "${sessionId}" durable.`, { cause: error });
+          }
         },
+        assertOpen,
+        signal: lease.signal,
+        onListenerError: (error) => options.onError(new TabulaError('argument/invalid', `A blackboard observe() listener of session "${sessionId}" threw; the change was applied and the other listeners were called.`, { cause: error })),
       });
       return {
         blackboard,
         async release() {
           if (released) return;
           released = true;
+          lease.abort();
           held.refs -= 1;
-          if (held.refs === 0) await shut(k, held);
+          if (held.refs === 0) await shut(k, held, 'close');
         },
       };
     },
-    async destroy(userId, sessionId) {
-      const k = key(userId, sessionId);
-      const entry = entries.get(k);
-      if (entry) await shut(k, entry);
-      await deleteDocDatabase(blackboardDatabaseName(options.name, userId, sessionId));
+    async destroy(userId, sessionId, life) {
+      if (life === undefined) return;
+      await endLife(userId, sessionId, life, true);
+      await deleteDocDatabase(blackboardDatabaseName(options.name, userId, sessionId, life));
     },
     async close() {
-      await Promise.all([...entries].map(([k, entry]) => shut(k, entry)));
+      lives?.close();
+      await Promise.all([...entries].map(([k, entry]) => shut(k, entry, 'close')));
     },
   };
 }

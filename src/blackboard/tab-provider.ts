@@ -115,6 +115,7 @@ export class TabSyncProvider {
     if (!parsed.success) return this.#reject(describeIssues(parsed.error.issues));
     const frame = parsed.data;
     if (frame.from === this.#peerId || (frame.to !== null && frame.to !== this.#peerId)) return;
+    let update: Uint8Array;
     try {
       const decoder = decoding.createDecoder(frame.data);
       const type = decoding.readVarUint(decoder);
@@ -134,13 +135,18 @@ export class TabSyncProvider {
       if (type !== syncProtocol.messageYjsSyncStep2 && type !== syncProtocol.messageYjsUpdate) {
         return this.#reject(`unknown sync message type ${type}`);
       }
-      const update = decoding.readVarUint8Array(decoder);
-      const problem = checkBlackboardUpdate(update);
-      if (problem) return this.#reject(problem);
+      update = decoding.readVarUint8Array(decoder);
+    } catch (error) {
+      return this.#reject('it could not be decoded', error);
+    }
+    const problem = checkBlackboardUpdate(update);
+    if (problem) return this.#reject(problem);
+    try {
       // applyUpdate is idempotent: a step 2 that repeats known changes does nothing.
       Y.applyUpdate(this.#doc, update, this);
     } catch (error) {
-      this.#reject('it could not be decoded', error);
+      // The update decoded and was checked: what threw is an observer the app put on the doc, after the change applied.
+      this.#onError(new TabulaError('argument/invalid', 'An observer of the blackboard doc threw while a change from another tab was applied; the change was applied.', { cause: error }));
     }
   }
 

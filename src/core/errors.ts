@@ -29,7 +29,12 @@ export type ErrorCode =
   | 'storage/quota-exceeded'
   | 'storage/closed'
   | 'storage/failed'
-  | 'sync/unauthorized';
+  | 'sync/unauthorized'
+  | 'sync/forbidden'
+  | 'sync/gap'
+  | 'sync/too-large'
+  | 'sync/not-found'
+  | 'server/driver-missing';
 
 /** One problem found while validating, in a form that survives `structuredClone`. */
 export interface ValidationIssue {

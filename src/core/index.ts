@@ -31,7 +31,7 @@ export {
   messageFixedTokens,
   messageTokenText,
 } from './tokens.js';
-export type { TokenCounter } from './tokens.js';
+export type { TokenCounter, TokenMeasure } from './tokens.js';
 export { WorkingContext } from './context.js';
 export { fromFrozenData, toFrozenData } from './frozen-data.js';
 export type { FrozenContextData } from './frozen-data.js';

@@ -22,6 +22,18 @@ export interface TokenCounter {
    * counter behind a worker should implement it to save round trips.
    */
   countEach?(messages: readonly Message[]): Promise<number[]>;
+  /**
+   * Like countEach, saying per message whether the count is exact. Optional:
+   * a counter that can fall back to an estimate (a worker past its time
+   * budget) implements it, and stores cache only exact counts.
+   */
+  measureEach?(messages: readonly Message[]): Promise<TokenMeasure[]>;
+}
+
+/** A token count and whether it is exact (false: an estimate a counter fell back to; never cache it). */
+export interface TokenMeasure {
+  readonly tokens: number;
+  readonly exact: boolean;
 }
 
 /**

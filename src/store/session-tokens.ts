@@ -8,15 +8,17 @@
  */
 import type { Message } from '../core/message.js';
 import { PrefixContext } from '../core/prefix.js';
-import type { TokenCounter } from '../core/tokens.js';
+import type { TokenCounter, TokenMeasure } from '../core/tokens.js';
 import { mapStorageError } from './errors.js';
 import { checkRow, sessionRange, type MessageRow, type SessionRow, type TokenTotal } from './schema.js';
 import type { StoreContext } from './writer.js';
 
-async function countEach(counter: TokenCounter, messages: readonly Message[]): Promise<number[]> {
+async function countEach(counter: TokenCounter, messages: readonly Message[]): Promise<TokenMeasure[]> {
   if (messages.length === 0) return [];
-  if (counter.countEach) return counter.countEach(messages);
-  return Promise.all(messages.map((message) => counter.count([message])));
+  // A counter that can fall back to an estimate says so per message; estimates are never cached.
+  if (counter.measureEach) return counter.measureEach(messages);
+  const counts = counter.countEach ? await counter.countEach(messages) : await Promise.all(messages.map((message) => counter.count([message])));
+  return counts.map((tokens) => ({ tokens, exact: true }));
 }
 
 export interface SessionTokensInput {
@@ -47,9 +49,9 @@ export async function countSessionTokens({ store, userId, sessionId, label, read
   for (const r of rows) checkRow('messages', [r.userId, r.sessionId, r.id], r);
 
   const uncached = rows.filter((r) => r.tokens[counter.name] === undefined);
-  const counts = await countEach(counter, uncached.map((r) => r.message));
+  const measures = await countEach(counter, uncached.map((r) => r.message));
   uncached.forEach((r, i) => {
-    r.tokens = { ...r.tokens, [counter.name]: counts[i] as number };
+    r.tokens = { ...r.tokens, [counter.name]: (measures[i] as TokenMeasure).tokens };
   });
 
   let messagesTotal = cached?.total ?? 0;
@@ -57,7 +59,8 @@ export async function countSessionTokens({ store, userId, sessionId, label, read
   const prefixTokens = await counter.count(new PrefixContext(row.prefix).asMessages());
 
   const last = rows.at(-1);
-  if (last || !cached) {
+  // Nothing is cached when any count is an estimate (a timed-out worker): the next call counts again.
+  if ((last || !cached) && measures.every((m) => m.exact)) {
     const next: TokenTotal = {
       total: messagesTotal,
       upTo: last?.order ?? cached?.upTo ?? '',

@@ -98,7 +98,13 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     coordinator: createRunCoordinator(name, platformLocks(), onError),
     openStreams: new Set(),
     background: new Set(),
-    boards: createBoardRegistry({ name, peerId: newClientId(), onError }),
+    boards: createBoardRegistry({
+      name,
+      peerId: newClientId(),
+      onError,
+      // A session's life is named by its create op: a session created again after a delete gets a new board.
+      lifeOf: async (userId, sessionId) => (await db.sessions.get([userId, sessionId]))?.createdOrder,
+    }),
     closed: false,
   };
   const recovery = createRecovery(store);
@@ -202,11 +208,13 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     async deleteSession(sessionId, opts = {}) {
       checkId(sessionId, 'deleteSession(sessionId)');
       const userId = checkId(opts.userId ?? defaultUserId, 'deleteSession({ userId })');
-      await commit(store, userId, sessionId, `delete session "${sessionId}"`, async (tx) => {
-        if (tx.row()) await tx.emit('session.delete', {});
+      const life = await commit(store, userId, sessionId, `delete session "${sessionId}"`, async (tx) => {
+        const row = tx.row();
+        if (row) await tx.emit('session.delete', {});
+        return row?.createdOrder;
       });
       try {
-        await store.boards.destroy(userId, sessionId);
+        await store.boards.destroy(userId, sessionId, life);
       } catch (error) {
         throw mapStorageError(error, `delete the blackboard of session "${sessionId}"`);
       }

@@ -4,6 +4,12 @@
  * browser has one (one loaded encoding for every tab), else in a dedicated
  * Worker, else in the calling thread; Comlink carries the calls.
  *
+ * - Nothing starts until the first count: creating a counter fetches no
+ *   worker script and no encoding (an app that never counts never pays).
+ * - Counts are exact, or say they are not: a request past its time budget
+ *   resolves the chars/4 estimate with `exact: false` (measureText,
+ *   measureEach); estimates are never cached, so the next call counts again.
+ *
  * - Counts are cached per text (LRU, texts under 256 KB), so counting a session after one
  *   append sends one message to the worker; only uncached texts are sent,
  *   in one call per count().
@@ -17,9 +23,10 @@
 import * as Comlink from 'comlink';
 import { TabulaError } from '../core/errors.js';
 import type { Message } from '../core/message.js';
-import { estimateTextTokens, messageFixedTokens, messageTokenText, type TokenCounter } from '../core/tokens.js';
+import { estimateTextTokens, messageFixedTokens, messageTokenText, type TokenCounter, type TokenMeasure } from '../core/tokens.js';
 import { CountCache, textKey } from './cache.js';
 import { ENCODINGS, createEngine, type CountingEngine, type Encoding } from './engine.js';
+import { IN_THREAD_ENCODINGS } from './in-thread-encodings.js';
 
 /** Where the tokenizer actually runs. */
 export type CounterMode = 'shared' | 'dedicated' | 'in-thread';
@@ -29,18 +36,28 @@ export interface TokenCounterOptions {
   encoding?: Encoding;
   /** Which worker to try first; 'none' counts in the calling thread. @default 'shared' */
   worker?: 'shared' | 'dedicated' | 'none';
-  /** Time budget of one worker request, plus 2 ms per 1,000 characters. @default 10_000 */
+  /**
+   * Time budget of one request: in a worker, this plus 2 ms per 1,000
+   * characters (the transfer); in the calling thread, this alone, checked
+   * between windows of 64K characters. Past it the call resolves the
+   * estimate, marked `exact: false`. @default 10_000
+   */
   requestTimeoutMs?: number;
   /** How long the worker may take to start and load its encoding before the counter falls back. @default 15_000 */
   startTimeoutMs?: number;
   /** Entries of the per-text count cache. @default 50_000 */
   cacheSize?: number;
-  /** Overrides the worker script (for bundlers that need it elsewhere). */
+  /**
+   * The worker script to start instead of the bundled one, for bundlers
+   * that do not emit `new Worker(new URL('…', import.meta.url))` (esbuild):
+   * a bundle of `tabula-sdk/token-worker/o200k_base` (or `/cl100k_base`,
+   * matching `encoding`); the same script serves as a Worker and a SharedWorker.
+   */
   workerUrl?: string | URL;
 }
 
 export interface CountTextOptions {
-  /** Called as chunks are counted, with characters done and in all. */
+  /** Called as windows are counted, with characters done and in all. */
   onProgress?: (doneChars: number, totalChars: number) => void;
   /** Aborts the count; the promise rejects with code 'tokens/aborted'. */
   signal?: AbortSignal;
@@ -50,19 +67,21 @@ export interface CountTextOptions {
 export interface WorkerTokenCounter extends TokenCounter {
   /** The encoding; cached counts are keyed by it. */
   readonly name: Encoding;
-  /** Where the tokenizer runs now. */
+  /** Where the tokenizer runs now (before the first count: where it will be tried first). */
   readonly mode: CounterMode;
-  /** Resolves with the mode once the encoding is loaded and counting is exact. */
+  /** Starts the counter if it has not started; resolves with the mode once the encoding is loaded. */
   readonly ready: Promise<CounterMode>;
   /** Why the counter fell back to the calling thread, or null. */
   readonly fallbackReason: string | null;
   count(messages: readonly Message[]): Promise<number>;
   countEach(messages: readonly Message[]): Promise<number[]>;
-  /** Tokens of one text (chunked, with progress and cancellation for large texts). */
+  /** Like countEach, saying per message whether its count is exact or the estimate a timeout fell back to. */
+  measureEach(messages: readonly Message[]): Promise<TokenMeasure[]>;
+  /** Tokens of one text (in windows, with progress and cancellation for large texts). */
   countText(text: string, options?: CountTextOptions): Promise<number>;
   /** Like countText, saying whether the number is exact or the estimate a timeout fell back to. */
-  measureText(text: string, options?: CountTextOptions): Promise<{ tokens: number; exact: boolean }>;
-  /** How many texts were sent to the tokenizer and how many were answered from the cache. */
+  measureText(text: string, options?: CountTextOptions): Promise<TokenMeasure>;
+  /** How many texts were sent to the tokenizer, answered from the cache, or estimated. */
   stats(): { counted: number; cached: number; estimated: number };
   close(): void;
 }
@@ -77,74 +96,136 @@ interface Backend {
 
 const LARGE_TEXT_CHARS = 256 * 1024;
 
-class BudgetExceeded extends Error {}
+/** A request that gave no count: its budget ran out, or the worker failed. The caller estimates. */
+class Unanswered extends Error {}
 
 function withBudget<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new BudgetExceeded(`no answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new Unanswered(`no answer within ${ms} ms`)), ms);
   });
   return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
 }
 
-function startDedicated(url: string | URL | undefined): { backend: Backend; failed: Promise<never> } {
-  // The literal `new Worker(new URL('./worker.js', import.meta.url), …)` is what Vite and webpack look for.
-  const worker = url === undefined ? new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'tabula-tokens' }) : new Worker(url, { type: 'module', name: 'tabula-tokens' });
-  const failed = new Promise<never>((_, reject) => {
-    worker.addEventListener('error', (event) => reject(new Error(event.message || 'the worker script failed to load')), { once: true });
-  });
-  const engine = Comlink.wrap<CountingEngine>(worker);
-  return {
-    failed,
-    backend: {
-      mode: 'dedicated',
-      engine,
-      restartable: true,
-      dispose: () => {
-        engine[Comlink.releaseProxy]();
-        worker.terminate();
-      },
-    },
-  };
+type Kind = 'shared' | 'dedicated';
+
+/**
+ * Starts the worker for `encoding`. Each `new (Shared)Worker(new URL('…', import.meta.url))`
+ * is written out literally, one per encoding and kind, because that literal is what Vite and
+ * webpack look for to emit the worker file; each has its own name (webpack merges same-named chunks).
+ */
+function spawn(kind: Kind, encoding: Encoding, url: string | URL | undefined): Worker | SharedWorker {
+  const options = { type: 'module' as const, name: `tabula-tokens-${encoding}-${kind}` };
+  if (url !== undefined) return kind === 'shared' ? new SharedWorker(url, options) : new Worker(url, options);
+  if (encoding === 'o200k_base') {
+    return kind === 'shared'
+      ? new SharedWorker(new URL('./o200k-worker.js', import.meta.url), { type: 'module', name: 'tabula-tokens-o200k_base-shared' })
+      : new Worker(new URL('./o200k-worker.js', import.meta.url), { type: 'module', name: 'tabula-tokens-o200k_base-dedicated' });
+  }
+  return kind === 'shared'
+    ? new SharedWorker(new URL('./cl100k-worker.js', import.meta.url), { type: 'module', name: 'tabula-tokens-cl100k_base-shared' })
+    : new Worker(new URL('./cl100k-worker.js', import.meta.url), { type: 'module', name: 'tabula-tokens-cl100k_base-dedicated' });
 }
 
-function startShared(url: string | URL | undefined): { backend: Backend; failed: Promise<never> } {
-  const worker = url === undefined ? new SharedWorker(new URL('./shared-worker.js', import.meta.url), { type: 'module', name: 'tabula-tokens' }) : new SharedWorker(url, { type: 'module', name: 'tabula-tokens' });
+function startWorker(kind: Kind, encoding: Encoding, url: string | URL | undefined): { backend: Backend; failed: Promise<never> } {
+  const worker = spawn(kind, encoding, url);
   const failed = new Promise<never>((_, reject) => {
-    worker.addEventListener('error', () => reject(new Error('the shared worker script failed to load')), { once: true });
+    worker.addEventListener('error', (event) => reject(new Error((event as ErrorEvent).message || `the ${kind} worker script failed to load`)), { once: true });
   });
-  const engine = Comlink.wrap<CountingEngine>(worker.port);
+  const engine = Comlink.wrap<CountingEngine>(worker instanceof Worker ? worker : worker.port);
   return {
     failed,
     backend: {
-      mode: 'shared',
+      mode: kind,
       engine,
-      // Other tabs use the same worker; it cannot be terminated from here.
-      restartable: false,
+      // A shared worker serves other tabs too: it cannot be terminated from here.
+      restartable: kind === 'dedicated',
       dispose: () => {
         engine[Comlink.releaseProxy]();
-        worker.port.close();
+        if (worker instanceof Worker) worker.terminate();
+        else worker.port.close();
       },
     },
   };
 }
 
 function inThread(): Backend {
-  return { mode: 'in-thread', engine: createEngine(), restartable: false, dispose: () => undefined };
+  return { mode: 'in-thread', engine: createEngine(IN_THREAD_ENCODINGS), restartable: false, dispose: () => undefined };
 }
 
-/** Creates a token counter; it starts its worker at once and never throws for a worker that fails. */
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return `an object (${Object.prototype.toString.call(value).slice(8, -1)})`;
+  return typeof value;
+}
+
+/** The token text of each message; refuses anything that is not an array of messages. */
+function tokenTexts(messages: unknown, method: string): string[] {
+  if (!Array.isArray(messages)) throw new TabulaError('argument/invalid', `counter.${method}() takes an array of messages, got ${describe(messages)}.`);
+  return messages.map((message: unknown, i) => {
+    const m = message as Partial<Message> | null;
+    const content: unknown = m?.content;
+    const fine =
+      isPlainObject(m) &&
+      typeof m.role === 'string' &&
+      (typeof content === 'string' || content === null || (Array.isArray(content) && content.every((part: unknown) => isPlainObject(part) && typeof part.type === 'string'))) &&
+      (m.name === undefined || typeof m.name === 'string') &&
+      (m.tool_call_id === undefined || typeof m.tool_call_id === 'string') &&
+      (m.tool_calls === undefined ||
+        (Array.isArray(m.tool_calls) && m.tool_calls.every((call: unknown) => isPlainObject(call) && isPlainObject(call.function) && typeof call.function.name === 'string' && typeof call.function.arguments === 'string')));
+    if (!fine) {
+      throw new TabulaError('argument/invalid', `counter.${method}(): messages[${i}] is not a message (a { role, content } object with string or part-array content), got ${describe(message)}.`);
+    }
+    return messageTokenText(m as Message);
+  });
+}
+
+function checkCountOptions(options: unknown): CountTextOptions {
+  if (options === undefined) return {};
+  if (!isPlainObject(options)) throw new TabulaError('argument/invalid', `countText() options must be an object { onProgress?, signal? }, got ${describe(options)}.`);
+  const { onProgress, signal } = options;
+  if (onProgress !== undefined && typeof onProgress !== 'function') throw new TabulaError('argument/invalid', `countText({ onProgress }) must be a function, got ${describe(onProgress)}.`);
+  if (signal !== undefined && !(typeof AbortSignal === 'function' && signal instanceof AbortSignal)) {
+    throw new TabulaError('argument/invalid', `countText({ signal }) must be an AbortSignal, got ${describe(signal)}.`);
+  }
+  return options;
+}
+
+/**
+ * Creates a token counter. It starts nothing: the worker (and its encoding)
+ * starts on the first count, and a worker that fails falls back to the
+ * calling thread without throwing.
+ */
 export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTokenCounter {
-  const encoding = options.encoding ?? 'o200k_base';
+  const given: unknown = options;
+  if (!isPlainObject(given)) throw new TabulaError('argument/invalid', `createTokenCounter() takes an options object, got ${describe(given)}.`);
+  const encoding = options.encoding === undefined ? 'o200k_base' : options.encoding;
   if (!ENCODINGS.includes(encoding)) {
     throw new TabulaError('argument/invalid', `createTokenCounter: encoding must be one of ${ENCODINGS.join(', ')}, got ${JSON.stringify(encoding)}.`);
   }
-  const preference = options.worker ?? 'shared';
+  const preference = options.worker === undefined ? 'shared' : options.worker;
   if (!['shared', 'dedicated', 'none'].includes(preference)) {
     throw new TabulaError('argument/invalid', `createTokenCounter: worker must be 'shared', 'dedicated' or 'none', got ${JSON.stringify(preference)}.`);
   }
-  const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
-  const startTimeoutMs = options.startTimeoutMs ?? 15_000;
+  for (const field of ['requestTimeoutMs', 'startTimeoutMs', 'cacheSize'] as const) {
+    const value = options[field];
+    if (value !== undefined && (typeof value !== 'number' || !(value >= 0))) {
+      throw new TabulaError('argument/invalid', `createTokenCounter: ${field} must be a number ≥ 0, got ${describe(value)}.`);
+    }
+  }
+  const { workerUrl } = options;
+  if (workerUrl !== undefined && typeof workerUrl !== 'string' && !(workerUrl instanceof URL)) {
+    throw new TabulaError('argument/invalid', `createTokenCounter: workerUrl must be a string or a URL, got ${describe(workerUrl)}.`);
+  }
+  const requestTimeoutMs: number = options.requestTimeoutMs ?? 10_000;
+  const startTimeoutMs: number = options.startTimeoutMs ?? 15_000;
   const cache = new CountCache(options.cacheSize ?? 50_000);
   let fallbackReason: string | null = null;
   const totals = { counted: 0, cached: 0, estimated: 0 };
@@ -152,7 +233,7 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
   let requestSeq = 0;
 
   const start = async (): Promise<Backend> => {
-    const attempts: ('shared' | 'dedicated')[] = [];
+    const attempts: Kind[] = [];
     if (preference === 'shared') attempts.push('shared', 'dedicated');
     if (preference === 'dedicated') attempts.push('dedicated');
     const reasons: string[] = [];
@@ -165,9 +246,9 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
         reasons.push('Worker is not available');
         continue;
       }
-      let started: ReturnType<typeof startDedicated> | undefined;
+      let started: ReturnType<typeof startWorker> | undefined;
       try {
-        started = kind === 'shared' ? startShared(options.workerUrl) : startDedicated(options.workerUrl);
+        started = startWorker(kind, encoding, workerUrl);
         await withBudget(Promise.race([started.backend.engine.load(encoding), started.failed]), startTimeoutMs);
         return started.backend;
       } catch (error) {
@@ -181,53 +262,59 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
     return local;
   };
 
-  let backend: Promise<Backend> = start();
+  // Started on first use (see the module comment): no worker, no encoding before anyone counts.
+  let backend: Promise<Backend> | null = null;
   let current: Backend | null = null;
-  const ready = backend.then((b) => {
-    current = b;
-    return b.mode;
-  });
-
-  /** Runs a request against the backend, restarting a stuck dedicated worker. */
-  const request = async <T>(run: (engine: Backend['engine']) => Promise<T>, budgetMs: number): Promise<T | BudgetExceeded> => {
-    if (closed) throw new TabulaError('storage/closed', 'This token counter is closed; create a new one.');
-    const b = await backend;
-    if (b.mode === 'in-thread') return run(b.engine);
-    try {
-      return await withBudget(run(b.engine), budgetMs);
-    } catch (error) {
-      if (!(error instanceof BudgetExceeded)) throw error;
-      if (b.restartable && !closed) {
-        b.dispose();
-        backend = start();
-        void backend.then((next) => (current = next));
-      }
-      return error;
+  const started = (): Promise<Backend> => {
+    if (!backend) {
+      const next = start();
+      backend = next;
+      void next.then((b) => (current = b));
     }
+    return backend;
   };
 
-  const budgetFor = (chars: number) => requestTimeoutMs + chars / 500;
+  /**
+   * Runs a request: in a worker under a timer (a stuck dedicated worker is restarted), in the
+   * calling thread with the engine's own budget. Unanswered means: estimate.
+   */
+  const request = async <T>(run: (engine: Backend['engine'], inThreadBudgetMs: number | undefined) => Promise<T | null>, chars: number): Promise<T | Unanswered> => {
+    if (closed) throw new TabulaError('storage/closed', 'This token counter is closed; create a new one.');
+    const b = await started();
+    if (b.mode === 'in-thread') return (await run(b.engine, requestTimeoutMs)) ?? new Unanswered('the time budget ran out');
+    try {
+      return (await withBudget(run(b.engine, undefined), requestTimeoutMs + chars / 500)) ?? new Unanswered('the time budget ran out');
+    } catch (error) {
+      if (error instanceof Error && error.name === 'AbortError') throw error;
+      if (b.restartable && !closed && backend !== null) {
+        b.dispose();
+        backend = null;
+      }
+      return error instanceof Unanswered ? error : new Unanswered(`the worker failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  };
 
   // Texts this large are not cached: hashing one costs ~8% of counting it, and they are rarely recounted.
   const cacheable = (text: string) => text.length < LARGE_TEXT_CHARS;
 
-  const countTexts = async (texts: string[]): Promise<{ counts: number[]; exact: boolean }> => {
-    const counts = new Array<number>(texts.length);
+  const measureTexts = async (texts: string[]): Promise<TokenMeasure[]> => {
+    const measures = new Array<TokenMeasure>(texts.length);
     const missing: number[] = [];
     texts.forEach((text, i) => {
       const hit = cacheable(text) ? cache.get(textKey(text)) : undefined;
       if (hit === undefined) missing.push(i);
-      else counts[i] = hit;
+      else measures[i] = { tokens: hit, exact: true };
     });
     totals.cached += texts.length - missing.length;
-    if (missing.length === 0) return { counts, exact: true };
+    if (missing.length === 0) return measures;
     const batch = missing.map((i) => texts[i] as string);
     const chars = batch.reduce((sum, text) => sum + text.length, 0);
-    const result = await request((engine) => engine.countTexts(encoding, batch), budgetFor(chars));
-    if (result instanceof BudgetExceeded) {
-      missing.forEach((i) => (counts[i] = estimateTextTokens(texts[i] as string)));
+    const result = await request((engine, budgetMs) => engine.countTexts(encoding, batch, budgetMs), chars);
+    if (result instanceof Unanswered) {
+      // Estimates are answers for now, never cached: the next call counts again.
+      missing.forEach((i) => (measures[i] = { tokens: estimateTextTokens(texts[i] as string), exact: false }));
       totals.estimated += missing.length;
-      return { counts, exact: false };
+      return measures;
     }
     totals.counted += missing.length;
     missing.forEach((i, k) => {
@@ -235,38 +322,41 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
         throw new TabulaError('schema/invalid', `The token worker answered ${JSON.stringify(value)} for a text; expected a whole number ≥ 0.`);
       }
-      counts[i] = value;
+      measures[i] = { tokens: value, exact: true };
       if (cacheable(texts[i] as string)) cache.set(textKey(texts[i] as string), value);
     });
-    return { counts, exact: true };
+    return measures;
   };
 
-  const countEach = async (messages: readonly Message[]): Promise<number[]> => {
-    const { counts } = await countTexts(messages.map(messageTokenText));
-    return counts.map((tokens, i) => tokens + messageFixedTokens(messages[i] as Message));
+  const measureEach = async (messages: readonly Message[]): Promise<TokenMeasure[]> => {
+    const texts = tokenTexts(messages, 'measureEach');
+    const measures = await measureTexts(texts);
+    return measures.map(({ tokens, exact }, i) => ({ tokens: tokens + messageFixedTokens(messages[i] as Message), exact }));
   };
 
-  const measureText = async (text: string, opts: CountTextOptions = {}): Promise<{ tokens: number; exact: boolean }> => {
-    if (typeof text !== 'string') throw new TabulaError('argument/invalid', `countText() takes a string, got ${typeof text}.`);
-    const { signal, onProgress } = opts;
+  const measureText = async (text: string, opts?: CountTextOptions): Promise<TokenMeasure> => {
+    if (typeof text !== 'string') throw new TabulaError('argument/invalid', `countText() takes a string, got ${describe(text)}.`);
+    const { signal, onProgress } = checkCountOptions(opts);
     if (signal?.aborted) throw new TabulaError('tokens/aborted', 'Counting was aborted before it started.', { cause: signal.reason });
     // Without progress, and without a signal to honour on a large text, there is nothing to interleave:
-    // one call, no yields between chunks.
+    // one call, no yields between windows.
     if (!onProgress && (!signal || text.length < LARGE_TEXT_CHARS)) {
-      const { counts, exact } = await countTexts([text]);
-      return { tokens: counts[0] as number, exact };
+      const [measure] = await measureTexts([text]);
+      return measure as TokenMeasure;
     }
     const id = `c${++requestSeq}`;
     const progress = onProgress ? Comlink.proxy(onProgress) : undefined;
     const onAbort = () => {
       // A cancel that cannot be delivered (the worker is gone) has nothing left to stop.
-      backend.then((b) => b.engine.cancel(id)).catch(() => undefined);
+      started()
+        .then((b) => b.engine.cancel(id))
+        .catch(() => undefined);
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
       // Comlink.proxy marks the callback for transfer and leaves it callable, so in-thread mode can use it as is.
-      const result = await request((engine) => engine.countLarge(encoding, id, text, progress), budgetFor(text.length));
-      if (result instanceof BudgetExceeded) {
+      const result = await request((engine, budgetMs) => engine.countLarge(encoding, id, text, progress, budgetMs), text.length);
+      if (result instanceof Unanswered) {
         totals.estimated += 1;
         return { tokens: estimateTextTokens(text), exact: false };
       }
@@ -285,14 +375,19 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
     get mode() {
       return current?.mode ?? (preference === 'none' ? 'in-thread' : preference);
     },
-    ready,
+    get ready() {
+      return started().then((b) => b.mode);
+    },
     get fallbackReason() {
       return fallbackReason;
     },
     async count(messages) {
-      return (await countEach(messages)).reduce((sum, n) => sum + n, 0);
+      return (await measureEach(messages)).reduce((sum, m) => sum + m.tokens, 0);
     },
-    countEach,
+    async countEach(messages) {
+      return (await measureEach(messages)).map((m) => m.tokens);
+    },
+    measureEach,
     async countText(text, opts) {
       return (await measureText(text, opts)).tokens;
     },
@@ -301,7 +396,7 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
     close() {
       if (closed) return;
       closed = true;
-      void backend.then((b) => b.dispose());
+      void backend?.then((b) => b.dispose());
     },
   };
 }

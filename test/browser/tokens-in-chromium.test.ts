@@ -80,6 +80,38 @@ describe('token counter in Chromium', () => {
     expect(await counter.countText('still here')).toBe(o200k.countTokens('still here', plain));
   });
 
+  it('one tab’s cancel never cancels another tab’s count in the shared worker (issue 10 item 10)', async () => {
+    // Two counters are two tabs' connections to one SharedWorker; each numbers its requests from c1.
+    const [tabA, tabB] = [make({ worker: 'shared' }), make({ worker: 'shared' })];
+    expect(await Promise.all([tabA.ready, tabB.ready])).toEqual(['shared', 'shared']);
+    const textB = `${SAMPLES.code}\n${SAMPLES.english}`.repeat(8_000);
+    const textA = `${SAMPLES.english}\n${SAMPLES.code}`.repeat(8_000);
+    const controller = new AbortController();
+    const tabAOutcome: { settled: Promise<unknown> | null } = { settled: null };
+    const countingB = tabB.countText(textB, {
+      onProgress: () => {
+        // While tab B's c1 is half-way, tab A starts its own c1 and cancels it.
+        tabAOutcome.settled ??= tabA.countText(textA, { signal: controller.signal, onProgress: () => controller.abort('tab A cancels') }).then(
+          () => 'resolved',
+          (error: unknown) => error,
+        );
+      },
+    });
+    expect(await countingB).toBe(o200k.countTokens(textB, plain));
+    expect(await tabAOutcome.settled).toMatchObject({ code: 'tokens/aborted' });
+  });
+
+  it('a worker that does not answer in time gives an estimate marked exact: false, never cached (issue 10 item 8)', async () => {
+    const counter = make({ worker: 'dedicated', workerUrl: new URL('./fixtures/silent-token-worker.ts', import.meta.url), requestTimeoutMs: 50 });
+    expect(await counter.ready).toBe('dedicated');
+    const message: Message = { role: 'user', content: SAMPLES.english! };
+    expect(await counter.measureEach([message])).toEqual([{ tokens: expect.any(Number) as number, exact: false }]);
+    expect(await counter.measureText(SAMPLES.code!)).toMatchObject({ exact: false });
+    // Nothing was cached: asked again, the counter asks the worker again (and estimates again).
+    expect(await counter.measureEach([message])).toEqual([{ tokens: expect.any(Number) as number, exact: false }]);
+    expect(counter.stats()).toEqual({ counted: 0, cached: 0, estimated: 3 });
+  });
+
   it('is the default counter of openTabula: session.tokens() is exact', async () => {
     const tabula = await openTabula({ name: `tokens-${Date.now()}` });
     const session = await tabula.session('s');

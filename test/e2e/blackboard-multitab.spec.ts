@@ -97,3 +97,61 @@ test('flushed() then a crash: every flushed change is there after reopening', as
   expect(Object.keys(board)).toHaveLength(200);
   expect(board.key199).toEqual({ i: 199, text: 'value 199' });
 });
+
+interface LifeWindow {
+  db: Awaited<ReturnType<typeof window.tabula.openTabula>>;
+  board: BoardWindow['board'];
+}
+
+/** Opens `sessionId` in a fresh Tabula on `page` and keeps its board as `window.board`. */
+async function openSessionBoard(page: Page, dbName: string): Promise<void> {
+  await openHarness(page);
+  await page.evaluate(async (name) => {
+    const w = window as unknown as LifeWindow;
+    w.db = await window.tabula.openTabula({ name });
+    const session = await w.db.session('s');
+    await session.blackboard.whenLoaded;
+    w.board = session.blackboard;
+  }, dbName);
+}
+
+test('a deleted session’s blackboard closes in the other tab and never comes back (issue 10 item 1)', async ({ context }) => {
+  const name = uniqueDbName('board-delete');
+  const [tabA, tabB] = await Promise.all([context.newPage(), context.newPage()]);
+  await openSessionBoard(tabA, name);
+  await openSessionBoard(tabB, name);
+  await tabA.evaluate(() => (window as unknown as LifeWindow).board.set('secret', 'old life'));
+  await expect.poll(() => boardOf(tabB)).toEqual({ secret: 'old life' });
+
+  await tabA.evaluate(async () => {
+    const w = window as unknown as LifeWindow;
+    await w.db.deleteSession('s');
+    const again = await w.db.session('s');
+    await again.blackboard.whenLoaded;
+    w.board = again.blackboard;
+  });
+  // Tab B learns of the delete: its board refuses writes with session/not-found.
+  await expect
+    .poll(() =>
+      tabB.evaluate(() => {
+        try {
+          (window as unknown as LifeWindow).board.set('late', 1);
+          return 'accepted';
+        } catch (error) {
+          return (error as { code?: string }).code ?? String(error);
+        }
+      }),
+    )
+    .toBe('session/not-found');
+  // A write from a new-life page reaching tab A proves the tabs have exchanged state since the delete.
+  const tabC = await context.newPage();
+  await openSessionBoard(tabC, name);
+  await tabC.evaluate(() => (window as unknown as LifeWindow).board.set('marker', 'new life'));
+  await expect.poll(() => boardOf(tabA)).toEqual({ marker: 'new life' });
+  await tabA.evaluate(() => (window as unknown as LifeWindow).board.flushed());
+
+  for (const tab of [tabA, tabB, tabC]) await tab.close();
+  const reopened = await context.newPage();
+  await openSessionBoard(reopened, name);
+  expect(await boardOf(reopened)).toEqual({ marker: 'new life' });
+});

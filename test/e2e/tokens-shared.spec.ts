@@ -47,3 +47,45 @@ test('two tabs share one SharedWorker tokenizer; closing one leaves the other co
   expect(after).toEqual(expected);
   expect(await b.evaluate(() => (window as unknown as { counter: { mode: string } }).counter.mode)).toBe('shared');
 });
+
+test('opening sessions, appending and reading fetch no tokenizer; the first count starts it and is exact (issue 9 item 5)', async ({ context }) => {
+  const page = await context.newPage();
+  const fetched: string[] = [];
+  context.on('request', (request) => fetched.push(request.url()));
+  const tokenizer = (url: string) => /gpt-tokenizer|o200k|cl100k|-worker/.test(url);
+  await openHarness(page);
+  await page.evaluate(async () => {
+    const tabula = await window.tabula.openTabula({ name: `lazy-${Date.now()}` });
+    (window as unknown as { lazy: typeof tabula }).lazy = tabula;
+    for (const id of ['a', 'b']) {
+      const session = await tabula.session(id);
+      await session.append([
+        { role: 'user', content: 'hello' },
+        { role: 'assistant', content: 'hi there' },
+      ]);
+      await session.messages();
+      await session.blackboard.whenLoaded;
+    }
+    await tabula.sessions();
+  });
+  expect(fetched.filter(tokenizer)).toEqual([]);
+
+  const tokens = await page.evaluate(async () => {
+    const session = await (window as unknown as { lazy: Awaited<ReturnType<typeof window.tabula.openTabula>> }).lazy.session('a');
+    return session.tokens();
+  });
+  // "user\nhello" and "assistant\nhi there" in o200k_base, plus 4 per message.
+  const expected = await page.evaluate(async () => {
+    const counter = window.tabula.createTokenCounter({ worker: 'none' });
+    const n = await counter.count([
+      { role: 'user', content: 'hello' },
+      { role: 'assistant', content: 'hi there' },
+    ]);
+    counter.close();
+    return n;
+  });
+  expect(tokens).toBe(expected);
+  // The same observation sees the worker once counting started: the empty list above means something.
+  expect(fetched.some((url) => /o200k-worker/.test(url)), fetched.filter(tokenizer).join(', ')).toBe(true);
+  await page.evaluate(() => (window as unknown as { lazy: { close(): Promise<void> } }).lazy.close());
+});

@@ -1,6 +1,6 @@
 import * as Y from 'yjs';
 import { describe, expect, it } from 'vitest';
-import { TabSyncProvider, createBlackboard, isTabulaError, type BlackboardChange } from '../../../src/index.js';
+import { TabSyncProvider, TabulaError, createBlackboard, isTabulaError, type BlackboardChange } from '../../../src/index.js';
 import { MemoryHub } from './memory-hub.js';
 
 describe('Blackboard over a Y.Doc', () => {
@@ -41,6 +41,60 @@ describe('Blackboard over a Y.Doc', () => {
     expect(() => board.update({ a: 1, b: NaN })).toThrow(/blackboard key "b"/);
     expect(() => board.set('', 1)).toThrow(/non-empty string/);
     expect(board.toJSON()).toEqual({ keep: 1 });
+  });
+
+  it('refuses a value nested 20,000 deep with schema/invalid, not a RangeError, and changes nothing (issue 10 item 12)', () => {
+    const doc = new Y.Doc();
+    const board = createBlackboard({ doc });
+    board.set('keep', 1);
+    let deepArray: unknown = 1;
+    let deepObject: unknown = 1;
+    for (let i = 0; i < 20_000; i++) {
+      deepArray = [deepArray];
+      deepObject = { a: deepObject };
+    }
+    let updates = 0;
+    doc.on('update', () => updates++);
+    expect(() => board.set('deep', deepArray as never)).toThrow(expect.objectContaining({ code: 'schema/invalid' }) as Error);
+    expect(() => board.update({ ok: 1, deep: deepObject as never })).toThrow(expect.objectContaining({ code: 'schema/invalid' }) as Error);
+    expect(updates).toBe(0);
+    expect(board.toJSON()).toEqual({ keep: 1 });
+  });
+
+  it('a throwing observe() listener does not make set() throw; it is reported and the other listeners still run (issue 10 item 12)', () => {
+    const reported: unknown[] = [];
+    const board = createBlackboard({ doc: new Y.Doc(), onListenerError: (error) => reported.push(error) });
+    const seen: string[] = [];
+    board.observe(() => {
+      throw new Error('listener bug');
+    });
+    board.observe((changes) => seen.push(...changes.map((c) => c.key)));
+    expect(() => board.set('k', 1)).not.toThrow();
+    expect(board.get('k')).toBe(1);
+    expect(seen).toEqual(['k']);
+    expect(reported).toEqual([expect.objectContaining({ message: 'listener bug' })]);
+  });
+
+  it('observe() on a closed board throws storage/closed and registers nothing; closing removes the observers (issue 10 item 13)', () => {
+    const doc = new Y.Doc();
+    const lease = new AbortController();
+    let open = true;
+    const board = createBlackboard({
+      doc,
+      signal: lease.signal,
+      assertOpen: () => {
+        if (!open) throw new TabulaError('storage/closed', 'closed');
+      },
+    });
+    const other = createBlackboard({ doc });
+    const seen: string[] = [];
+    board.observe((changes) => seen.push(...changes.map((c) => c.key)));
+    other.set('before', 1);
+    open = false;
+    lease.abort();
+    expect(() => board.observe(() => seen.push('late'))).toThrow(expect.objectContaining({ code: 'storage/closed' }) as Error);
+    other.set('after', 2);
+    expect(seen).toEqual(['before']);
   });
 
   it('update() and transact() are one transaction for observers', () => {
@@ -85,6 +139,29 @@ describe('two docs joined by the tab provider', () => {
     hub.drain();
     expect(boards[1].get('goal')).toBe('ship it');
     expect(seen).toEqual([{ key: 'goal', value: 'ship it', origin: 'tab' }]);
+  });
+
+  it('a listener that throws in the receiving tab does not make the update count as undecodable (issue 10 item 12)', () => {
+    const hub = new MemoryHub();
+    const errors: Error[] = [];
+    const docs = [new Y.Doc(), new Y.Doc()];
+    for (const [i, doc] of docs.entries()) new TabSyncProvider(doc, { peerId: `tab${i}`, transport: hub.connect(), onError: (e) => errors.push(e), resyncIntervalMs: 0 });
+    const listenerErrors: unknown[] = [];
+    const sender = createBlackboard({ doc: docs[0]! });
+    const receiver = createBlackboard({ doc: docs[1]!, onListenerError: (e) => listenerErrors.push(e) });
+    receiver.observe(() => {
+      throw new Error('listener bug');
+    });
+    // An app observer on the doc itself, outside the blackboard API.
+    docs[1]!.getMap('blackboard').observe(() => {
+      throw new Error('doc observer bug');
+    });
+    sender.set('k', 'v');
+    hub.drain();
+    expect(receiver.get('k')).toBe('v');
+    expect(listenerErrors).toHaveLength(1);
+    expect(errors.map((e) => e.message)).not.toContainEqual(expect.stringMatching(/could not be decoded/));
+    expect(errors).toEqual([expect.objectContaining({ code: 'argument/invalid', message: expect.stringMatching(/observer of the blackboard doc threw/) as string })]);
   });
 
   it('a late joiner catches up through the step-1/step-2 exchange', () => {

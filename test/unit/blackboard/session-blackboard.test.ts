@@ -4,6 +4,12 @@ import { blackboardDatabaseName, type BlackboardChange } from '../../../src/inde
 import * as Y from 'yjs';
 import { freshTabula, uniqueName, waitFor } from '../store/helpers.js';
 
+/** The names of the blackboard databases (one per life) of session `sessionId`. */
+async function boardDatabases(name: string, sessionId: string): Promise<string[]> {
+  const prefix = blackboardDatabaseName(name, 'anonymous', sessionId).replace(/blackboard$/, '');
+  const all = await indexedDB.databases();
+  return all.map((db) => db.name ?? '').filter((n) => n.startsWith(prefix) && n.endsWith(':blackboard'));
+}
 
 /** What the blackboard database holds: its row count, bytes, and the board it loads into. */
 async function stored(name: string): Promise<{ rows: number; bytes: number; board: Record<string, unknown> }> {
@@ -97,7 +103,8 @@ describe('session.blackboard', () => {
     session.blackboard.update({ a: 'x'.repeat(200), b: [1, 2, 3] });
     await session.blackboard.flushed();
     await session.close();
-    const dbName = blackboardDatabaseName(name, 'anonymous', 's');
+    const [dbName] = await boardDatabases(name, 's');
+    if (dbName === undefined) throw new Error('the session has no blackboard database');
     const baseline = await stored(dbName);
     expect(baseline.board).toEqual({ a: 'x'.repeat(200), b: [1, 2, 3] });
     for (let i = 0; i < 60; i++) {
@@ -122,9 +129,9 @@ describe('session.blackboard', () => {
     const session = await tabula.session('s');
     session.blackboard.set('secret', 1);
     await session.blackboard.flushed();
+    expect(await boardDatabases(name, 's')).toHaveLength(1);
     await tabula.deleteSession('s');
-    const dbName = blackboardDatabaseName(name, 'anonymous', 's');
-    expect((await stored(dbName)).board).toEqual({});
+    expect(await boardDatabases(name, 's')).toEqual([]);
     const recreated = await tabula.session('s');
     await recreated.blackboard.whenLoaded;
     expect(recreated.blackboard.toJSON()).toEqual({});

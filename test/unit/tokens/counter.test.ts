@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import * as o200k from 'gpt-tokenizer/encoding/o200k_base';
 import { MESSAGE_OVERHEAD_TOKENS, createTokenCounter, messageTokenText, type Message } from '../../../src/index.js';
+import { freshTabula, uniqueName } from '../store/helpers.js';
 import { SAMPLES } from './samples.js';
 
 const plain = { disallowedSpecial: new Set<string>() };
@@ -50,5 +51,44 @@ describe('createTokenCounter (Node: no Worker, so in-thread)', () => {
     const counter = createTokenCounter({ worker: 'none' });
     counter.close();
     await expect(counter.countText('x')).rejects.toMatchObject({ code: 'storage/closed' });
+  });
+});
+
+describe('estimates are never cached as exact (issue 10 item 8)', () => {
+  // Many pre-tokens, so the text spans several windows and a budget of 0 runs out after the first.
+  const long = 'word = value; '.repeat(15_000);
+  const message: Message = { role: 'user', content: long };
+  const exactTokens = o200k.countTokens(messageTokenText(message), plain) + MESSAGE_OVERHEAD_TOKENS;
+
+  it('measureEach and measureText say exact: false when the in-thread budget runs out, and the next count counts again', async () => {
+    const hurried = createTokenCounter({ worker: 'none', requestTimeoutMs: 0 });
+    const [estimate] = await hurried.measureEach([message]);
+    expect(estimate).toEqual({ tokens: expect.any(Number) as number, exact: false });
+    expect(await hurried.measureText(long)).toMatchObject({ exact: false });
+    expect(hurried.stats()).toMatchObject({ estimated: 2, counted: 0 });
+    hurried.close();
+
+    const patient = createTokenCounter({ worker: 'none' });
+    expect(await patient.measureEach([message])).toEqual([{ tokens: exactTokens, exact: true }]);
+    expect(await patient.countEach([message])).toEqual([exactTokens]);
+    expect(patient.stats()).toMatchObject({ counted: 1, cached: 1 });
+    patient.close();
+  });
+
+  it('a session does not store an estimate: reopened with a counter that has time, it counts exactly', async () => {
+    const name = uniqueName();
+    const first = await freshTabula({ name, tokenCounter: createTokenCounter({ worker: 'none', requestTimeoutMs: 0 }) });
+    const session = await first.session('s');
+    await session.append(message);
+    const estimated = await session.tokens();
+    expect(estimated).not.toBe(exactTokens);
+    await first.close();
+
+    const counter = createTokenCounter({ worker: 'none' });
+    const second = await freshTabula({ name, tokenCounter: counter });
+    const again = await second.session('s');
+    expect(await again.tokens()).toBe(exactTokens);
+    await second.close();
+    counter.close();
   });
 });

@@ -1,12 +1,41 @@
+import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import * as cl100k from 'gpt-tokenizer/encoding/cl100k_base';
 import * as o200k from 'gpt-tokenizer/encoding/o200k_base';
-import { createEngine } from '../../../src/tokens/engine.js';
-import { MAX_CHUNK_CHARS, splitForCounting } from '../../../src/tokens/split.js';
+import { WINDOW_CHARS, createEngine as createEngineWith, createEngineHost } from '../../../src/tokens/engine.js';
+import { IN_THREAD_ENCODINGS } from '../../../src/tokens/in-thread-encodings.js';
+import { exactCounterOf } from '../../../src/tokens/bpe.js';
 import { SAMPLES } from './samples.js';
 
 const plain = { disallowedSpecial: new Set<string>() };
+const createEngine = (loaders = IN_THREAD_ENCODINGS) => createEngineWith(loaders);
 const reference = { o200k_base: o200k.countTokens, cl100k_base: cl100k.countTokens } as const;
+const envSeed = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.TABULA_SEED;
+const seed = Number(envSeed ?? Date.now() % 1_000_000);
+
+/** Text pieces of the kinds that stress a tokenizer: long runs, base64, code, CJK, emoji, whitespace. */
+const piece = fc.oneof(
+  fc.constantFrom(...Object.values(SAMPLES)),
+  fc.record({ char: fc.constantFrom('a', '=', ' ', '\n', '-', 'A', '0', '字', '🙂', '\t', '/'), n: fc.integer({ min: 1, max: 3000 }) }).map(({ char, n }) => char.repeat(n)),
+  fc.uint8Array({ minLength: 1, maxLength: 3000 }).map((bytes) => btoa(String.fromCharCode(...bytes))),
+  fc.string({ unit: 'grapheme', maxLength: 200 }),
+  fc.string({ unit: 'binary', maxLength: 200 }),
+  // Long single pre-tokens with varied merges (letters; symbols), which take the heap merge path.
+  fc.string({ unit: fc.constantFrom('a', 'b', 'e', 'n', 't', 'é'), minLength: 256, maxLength: 2500 }),
+  fc.string({ unit: fc.constantFrom('=', '-', '*', '#', '.', '_'), minLength: 256, maxLength: 2500 }),
+);
+/** Repeated pieces without long runs, so texts span several windows and gpt-tokenizer still counts them whole quickly. */
+const repeated = fc
+  .tuple(
+    fc.oneof(
+      fc.constantFrom(...Object.values(SAMPLES)),
+      fc.uint8Array({ minLength: 1, maxLength: 3000 }).map((bytes) => btoa(String.fromCharCode(...bytes))),
+      fc.string({ unit: 'grapheme', minLength: 1, maxLength: 200 }),
+    ),
+    fc.integer({ min: 1, max: 60 }),
+  )
+  .map(([p, n]) => p.repeat(n));
+const text = fc.array(fc.oneof(piece, repeated), { maxLength: 10 }).map((pieces) => pieces.join(''));
 
 describe('counting engine', () => {
   for (const encoding of ['o200k_base', 'cl100k_base'] as const) {
@@ -14,48 +43,97 @@ describe('counting engine', () => {
       const engine = createEngine();
       const texts = Object.values(SAMPLES);
       const counts = await engine.countTexts(encoding, texts);
-      expect(counts).toEqual(texts.map((text) => reference[encoding](text, plain)));
-      expect(counts[Object.keys(SAMPLES).indexOf('empty')]).toBe(0);
+      expect(counts).toEqual(texts.map((t) => reference[encoding](t, plain)));
+      expect(counts?.[Object.keys(SAMPLES).indexOf('empty')]).toBe(0);
     });
+
+    it(`uses the exact fast path of this gpt-tokenizer version for ${encoding}`, async () => {
+      const module = encoding === 'o200k_base' ? await import('gpt-tokenizer/encoding/o200k_base') : await import('gpt-tokenizer/encoding/cl100k_base');
+      expect(exactCounterOf(module.default)).not.toBeNull();
+    });
+
+    it(`counts random texts (long runs, base64, code, CJK) exactly as gpt-tokenizer counts them whole, in windows too (${encoding}, seed ${seed})`, async () => {
+      console.log(`[engine exactness ${encoding}] seed ${seed} (replay with TABULA_SEED=${seed})`);
+      const engine = createEngine();
+      await fc.assert(
+        fc.asyncProperty(text, async (t) => {
+          const expected = reference[encoding](t, plain);
+          expect(await engine.countTexts(encoding, [t])).toEqual([expected]);
+          expect(await engine.countLarge(encoding, 'r', t)).toBe(expected);
+        }),
+        { seed, numRuns: 60 },
+      );
+    }, 120_000);
   }
+
+  it('counts a long unbroken run exactly without gpt-tokenizer’s quadratic merge (issue 10 item 9)', async () => {
+    // 70 KB of `a` took 9 s in gpt-tokenizer; a run 4× as long is counted here in well under the test timeout.
+    const engine = createEngine();
+    const run = 'a'.repeat(280_000);
+    const [tokens] = (await engine.countTexts('o200k_base', [run])) ?? [];
+    // The exact count of the run is checked against gpt-tokenizer on a size it handles in reasonable time.
+    const small = 'a'.repeat(6_000);
+    expect(await engine.countTexts('o200k_base', [small])).toEqual([o200k.countTokens(small, plain)]);
+    expect(tokens).toBeGreaterThan(run.length / 16);
+    expect(tokens).toBeLessThan(run.length / 4);
+  }, 60_000);
 
   it('counts special-token strings in user text instead of throwing', async () => {
     const engine = createEngine();
-    const [n] = await engine.countTexts('o200k_base', [SAMPLES.special!]);
+    const [n] = (await engine.countTexts('o200k_base', [SAMPLES.special!])) ?? [];
     expect(n).toBeGreaterThan(10);
     expect(() => o200k.countTokens(SAMPLES.special!)).toThrow(/Disallowed special token/);
   });
 
-  it('splits large text at safe newlines and keeps the count exact', async () => {
+  it('counts large text in windows with progress, exactly', async () => {
     const paragraph = `${SAMPLES.english}\n${SAMPLES.code}\n${SAMPLES.chinese}\n`;
-    const text = paragraph.repeat(3000); // ~570 KB
-    const chunks = splitForCounting(text);
-    expect(chunks.length).toBeGreaterThan(5);
-    expect(chunks.join('')).toBe(text);
+    const large = paragraph.repeat(3000); // ~570 KB
     const engine = createEngine();
     const progress: number[] = [];
-    const total = await engine.countLarge('o200k_base', 'r1', text, (done) => progress.push(done));
-    expect(total).toBe(o200k.countTokens(text, plain));
-    expect(progress.at(-1)).toBe(text.length);
-    expect(progress.length).toBe(chunks.length);
+    const total = await engine.countLarge('o200k_base', 'r1', large, (done) => progress.push(done));
+    expect(total).toBe(o200k.countTokens(large, plain));
+    expect(progress.at(-1)).toBe(large.length);
+    expect(progress.length).toBeGreaterThanOrEqual(Math.floor(large.length / WINDOW_CHARS));
+    expect([...progress].sort((a, b) => a - b)).toEqual(progress);
   });
 
-  it('bounds chunks even in text without a safe newline', () => {
-    const text = 'a'.repeat(MAX_CHUNK_CHARS * 2 + 10);
-    const chunks = splitForCounting(text);
-    expect(chunks.every((chunk) => chunk.length <= MAX_CHUNK_CHARS)).toBe(true);
-    expect(chunks.join('')).toBe(text);
-  });
-
-  it('cancel() stops a large count between chunks', async () => {
+  it('cancel() stops a large count between windows', async () => {
     const engine = createEngine();
-    const text = `${SAMPLES.english}\n`.repeat(20_000);
+    const large = `${SAMPLES.english}\n`.repeat(20_000);
     let calls = 0;
-    const running = engine.countLarge('o200k_base', 'r2', text, () => {
+    const running = engine.countLarge('o200k_base', 'r2', large, () => {
       calls += 1;
       if (calls === 2) engine.cancel('r2');
     });
     await expect(running).rejects.toMatchObject({ name: 'AbortError' });
-    expect(calls).toBeLessThan(splitForCounting(text).length);
+    expect(calls).toBe(2);
+  });
+
+  it('a cancel on one connection never stops another connection’s request with the same id (issue 10 item 10)', async () => {
+    const host = createEngineHost(IN_THREAD_ENCODINGS);
+    const [tabA, tabB] = [host.connect(), host.connect()];
+    const large = `${SAMPLES.code}\n`.repeat(8_000);
+    let cancelledOnce = false;
+    const counting = tabB.countLarge('o200k_base', 'c1', large, () => {
+      // Tab A cancels its own request "c1" while tab B's "c1" is half-way.
+      if (!cancelledOnce) tabA.cancel('c1');
+      cancelledOnce = true;
+    });
+    await expect(counting).resolves.toBe(o200k.countTokens(large, plain));
+  });
+
+  it('with a time budget, gives up between windows and resolves null (the calling thread’s guard)', async () => {
+    const engine = createEngine();
+    const large = `${SAMPLES.english}\n`.repeat(5_000);
+    // A budget of 0 is spent after the first window, whatever the machine's speed.
+    expect(await engine.countTexts('o200k_base', [large], 0)).toBeNull();
+    expect(await engine.countLarge('o200k_base', 'r3', large, undefined, 0)).toBeNull();
+    // A text of one window finishes before the first check.
+    expect(await engine.countTexts('o200k_base', ['short'], 0)).toEqual([1]);
+  });
+
+  it('a worker holding one encoding refuses another with a clear error', async () => {
+    const engine = createEngine({ o200k_base: () => import('gpt-tokenizer/encoding/o200k_base') });
+    await expect(engine.load('cl100k_base')).rejects.toThrow(/does not hold the encoding cl100k_base/);
   });
 });

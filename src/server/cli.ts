@@ -1,0 +1,112 @@
+#!/usr/bin/env node
+/**
+ * `tabula-server`: starts the reference sync server from the command line.
+ * It parses flags, picks the store (SQLite file by default, PostgreSQL with
+ * `--postgres`), and shuts down cleanly on SIGINT/SIGTERM: it stops
+ * accepting connections, lets running requests finish, then closes the store.
+ * This file is the process entry; everything it uses is in the library.
+ */
+import { parseArgs } from 'node:util';
+import { isTabulaError } from '../core/errors.js';
+import type { SyncAuth } from './auth.js';
+import { postgresStore } from './postgres-store.js';
+import { createSyncServer } from './server.js';
+import { sqliteStore } from './sqlite-store.js';
+
+const HELP = `Usage: tabula-server [options]
+
+Runs the Tabula sync server.
+
+Options:
+  --port <n>          Port to listen on; 0 picks a free one.        (default 8787)
+  --host <address>    Address to bind; 0.0.0.0 to accept from others. (default 127.0.0.1)
+  --db <path>         SQLite file, created if missing.             (default ./tabula.db)
+  --postgres <url>    Use PostgreSQL instead of SQLite, e.g. postgres://user:pw@host/db.
+                      Run several servers on one database behind a load balancer.
+  --jwks-url <url>    Verify tokens with your identity provider's JSON Web Key Set.
+  --issuer <iss>      With --jwks-url: the required "iss" claim.
+  --audience <aud>    With --jwks-url: the required "aud" claim.
+  --cors <origin>     Allow browser pages from this origin (repeat for several).
+  -h, --help          Show this help.
+
+Authentication: set TABULA_JWT_SECRET (at least 32 bytes) to accept HS256 tokens signed
+with it, or pass --jwks-url. The user is the token's "sub" claim.
+
+Stop with Ctrl-C or SIGTERM: running requests finish before the store closes.
+`;
+
+function fail(message: string): never {
+  console.error(`tabula-server: ${message}\nRun tabula-server --help for the options.`);
+  process.exit(2);
+}
+
+async function main(): Promise<void> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        port: { type: 'string', default: '8787' },
+        host: { type: 'string', default: '127.0.0.1' },
+        db: { type: 'string', default: './tabula.db' },
+        postgres: { type: 'string' },
+        'jwks-url': { type: 'string' },
+        issuer: { type: 'string' },
+        audience: { type: 'string' },
+        cors: { type: 'string', multiple: true },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+      strict: true,
+    }));
+  } catch (error) {
+    fail((error as Error).message);
+  }
+  if (values.help) {
+    process.stdout.write(HELP);
+    return;
+  }
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be a port number, got "${values.port}".`);
+
+  let auth: SyncAuth;
+  const secret = process.env.TABULA_JWT_SECRET;
+  if (values['jwks-url'] !== undefined) {
+    auth = { jwksUrl: values['jwks-url'], ...(values.issuer ? { issuer: values.issuer } : {}), ...(values.audience ? { audience: values.audience } : {}) };
+  } else if (secret) {
+    auth = { secret };
+  } else {
+    fail('no way to check tokens: set TABULA_JWT_SECRET or pass --jwks-url.');
+  }
+
+  const store = values.postgres !== undefined ? postgresStore(values.postgres) : sqliteStore(values.db);
+  const server = createSyncServer({ store, auth, ...(values.cors ? { cors: { origin: values.cors } } : {}) });
+  // Touch the store before announcing: a bad URL or file fails here, not on the first request.
+  await store.head('');
+  const listening = await server.listen({ port, host: values.host });
+  const where = values.postgres !== undefined ? 'PostgreSQL' : `SQLite ${values.db}`;
+  console.log(`tabula-server listening on ${listening.url} (${where})`);
+
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) {
+      console.error(`tabula-server: ${signal} again, exiting without waiting`);
+      process.exit(1);
+    }
+    stopping = true;
+    console.log(`tabula-server: ${signal}, finishing running requests`);
+    void server
+      .close()
+      .then(() => store.close())
+      .then(() => console.log('tabula-server: stopped'))
+      .catch((error: unknown) => {
+        console.error('tabula-server: error while stopping', error);
+        process.exitCode = 1;
+      });
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  console.error(`tabula-server: ${isTabulaError(error) ? error.message : String((error as Error)?.stack ?? error)}`);
+  process.exit(1);
+});

@@ -1,0 +1,155 @@
+/**
+ * `sqliteStore(path)`: the embedded default store, one SQLite file through
+ * better-sqlite3. WAL with synchronous=FULL, so a push that resolved is on
+ * disk and survives a crash or power loss; each push is one IMMEDIATE write
+ * transaction. Pokes stay in this process: serve one SQLite file from one
+ * server process (use `postgresStore` for several).
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import { TabulaError } from '../core/errors.js';
+import { mergeBoardUpdates } from './board.js';
+import { loadDriver } from './driver.js';
+import { PokeListeners } from './listeners.js';
+import type { ServerStore, StoreOptions, StorePullPage, StorePulledItem, StorePushItem, StorePushResult } from './store.js';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS tabula_heads (user_id TEXT PRIMARY KEY, head INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tabula_clients (
+  user_id TEXT NOT NULL, client_id TEXT NOT NULL, last_seq INTEGER NOT NULL,
+  PRIMARY KEY (user_id, client_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tabula_items (
+  user_id TEXT NOT NULL, position INTEGER NOT NULL, client_id TEXT, session_id TEXT NOT NULL,
+  op TEXT, board BLOB,
+  PRIMARY KEY (user_id, position)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tabula_items_board ON tabula_items (user_id, session_id, position) WHERE board IS NOT NULL;
+`;
+
+interface ItemRow {
+  position: number;
+  client_id: string | null;
+  session_id: string;
+  op: string | null;
+  board: Buffer | null;
+}
+
+/**
+ * Opens (creating if needed) the SQLite database at `path` as a
+ * {@link ServerStore}. Throws `server/driver-missing` when better-sqlite3 is
+ * not installed.
+ */
+export function sqliteStore(path: string, options: StoreOptions = {}): ServerStore {
+  const Database = loadDriver<typeof BetterSqlite3>('better-sqlite3', 'sqliteStore');
+  const compactAfter = options.compactBoardAfter ?? 100;
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.pragma('busy_timeout = 5000');
+  db.exec(SCHEMA);
+
+  const listeners = new PokeListeners();
+  const getHead = db.prepare<[string], { head: number }>('SELECT head FROM tabula_heads WHERE user_id = ?');
+  const setHead = db.prepare('INSERT INTO tabula_heads (user_id, head) VALUES (?, ?) ON CONFLICT (user_id) DO UPDATE SET head = excluded.head');
+  const getSeq = db.prepare<[string, string], { last_seq: number }>('SELECT last_seq FROM tabula_clients WHERE user_id = ? AND client_id = ?');
+  const setSeq = db.prepare(
+    'INSERT INTO tabula_clients (user_id, client_id, last_seq) VALUES (?, ?, ?) ON CONFLICT (user_id, client_id) DO UPDATE SET last_seq = excluded.last_seq',
+  );
+  const insert = db.prepare('INSERT INTO tabula_items (user_id, position, client_id, session_id, op, board) VALUES (?, ?, ?, ?, ?, ?)');
+  const countBoard = db.prepare<[string, string], { n: number }>('SELECT count(*) AS n FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL');
+  const boardRows = db.prepare<[string, string], { position: number; board: Buffer }>(
+    'SELECT position, board FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL ORDER BY position',
+  );
+  const deleteBoard = db.prepare('DELETE FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL');
+  const page = db.prepare<[string, number, number], ItemRow>(
+    'SELECT position, client_id, session_id, op, board FROM tabula_items WHERE user_id = ? AND position > ? ORDER BY position LIMIT ?',
+  );
+
+  function compact(userId: string, sessionId: string): void {
+    if (countBoard.get(userId, sessionId)!.n <= compactAfter) return;
+    const rows = boardRows.all(userId, sessionId);
+    const merged = mergeBoardUpdates(rows.map((row) => row.board));
+    deleteBoard.run(userId, sessionId);
+    insert.run(userId, rows[rows.length - 1]!.position, null, sessionId, null, merged);
+  }
+
+  const apply = db.transaction((userId: string, clientId: string, items: readonly StorePushItem[]): StorePushResult => {
+    const lastSeq = getSeq.get(userId, clientId)?.last_seq ?? 0;
+    const fresh = items.filter((item) => item.seq > lastSeq);
+    let head = getHead.get(userId)?.head ?? 0;
+    if (fresh.length === 0) return { status: 'applied', lastSeq, appended: 0, head };
+    if (fresh.some((item, i) => item.seq !== lastSeq + 1 + i)) return { status: 'gap', lastSeq };
+    const boards = new Set<string>();
+    for (const item of fresh) {
+      head++;
+      if ('op' in item) {
+        insert.run(userId, head, clientId, item.op.sessionId, JSON.stringify(item.op), null);
+      } else {
+        insert.run(userId, head, clientId, item.board.sessionId, null, item.board.update);
+        boards.add(item.board.sessionId);
+      }
+    }
+    for (const sessionId of boards) compact(userId, sessionId);
+    setHead.run(userId, head);
+    const newSeq = fresh[fresh.length - 1]!.seq;
+    setSeq.run(userId, clientId, newSeq);
+    return { status: 'applied', lastSeq: newSeq, appended: fresh.length, head };
+  });
+
+  let closed = false;
+  const assertOpen = (): void => {
+    if (closed) throw new TabulaError('storage/closed', 'This sqliteStore is closed; create a new one.');
+  };
+
+  return {
+    push: (userId, clientId, items) =>
+      settle(() => {
+        assertOpen();
+        const result = apply.immediate(userId, clientId, items);
+        if (result.status === 'applied' && result.appended > 0) listeners.poke(userId, result.head);
+        return result;
+      }),
+    pull: (userId, after, limit) =>
+      settle((): StorePullPage => {
+        assertOpen();
+        const rows = page.all(userId, after, limit + 1);
+        const items: StorePulledItem[] = rows.slice(0, limit).map((row) => toItem(row, userId));
+        return { items, more: rows.length > limit };
+      }),
+    head: (userId) =>
+      settle(() => {
+        assertOpen();
+        return getHead.get(userId)?.head ?? 0;
+      }),
+    lastSeq: (userId, clientId) =>
+      settle(() => {
+        assertOpen();
+        return getSeq.get(userId, clientId)?.last_seq ?? 0;
+      }),
+    subscribe: (userId, onPoke) =>
+      settle(() => {
+        assertOpen();
+        return listeners.add(userId, onPoke);
+      }),
+    close: () =>
+      settle(() => {
+        if (closed) return;
+        closed = true;
+        listeners.clear();
+        db.close();
+      }),
+  };
+}
+
+/** Runs synchronous driver work behind the store's async contract: a throw becomes a rejection. */
+function settle<T>(work: () => T): Promise<T> {
+  try {
+    return Promise.resolve(work());
+  } catch (error) {
+    return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+  }
+}
+
+function toItem(row: ItemRow, userId: string): StorePulledItem {
+  if (row.op !== null) return { position: row.position, clientId: row.client_id, opJson: row.op };
+  if (row.board === null) throw new TabulaError('storage/failed', `Item ${row.position} of user ${userId} holds neither an op nor a board update.`);
+  return { position: row.position, clientId: row.client_id, board: { sessionId: row.session_id, update: new Uint8Array(row.board) } };
+}

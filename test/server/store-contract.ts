@@ -1,0 +1,245 @@
+/**
+ * `runServerStoreTests(setup)`: the one contract suite every `ServerStore`
+ * passes (the guarantees listed in src/server/store.ts). Each test asks the
+ * setup for a fresh store and uses user ids no other test uses.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Op } from '../../src/core/index.js';
+import type { ServerStore, StorePulledItem, StorePushItem, StoreOptions } from '../../src/server/index.js';
+import { boardOf, boardWriter, noteOp, uniqueUser } from './helpers.js';
+
+/** What a store implementation provides to the suite. */
+export interface StoreSetup {
+  /** A store over fresh or shared storage; `reopen` closes it and opens the same storage again. */
+  readonly create: (options?: StoreOptions) => Promise<{ store: ServerStore; reopen: () => Promise<ServerStore> }>;
+  /** A second store on the same storage (another server instance), when the implementation supports several. */
+  readonly peer?: () => Promise<ServerStore>;
+}
+
+function ops(userId: string, from: number, to: number, sessionId = 's1'): StorePushItem[] {
+  const items: StorePushItem[] = [];
+  for (let seq = from; seq <= to; seq++) items.push({ seq, op: noteOp(userId, sessionId, seq) });
+  return items;
+}
+
+/** The op of a pulled item, parsed; null for a board update. */
+function opOf(item: StorePulledItem): Op | null {
+  return 'opJson' in item ? (JSON.parse(item.opJson) as Op) : null;
+}
+
+async function pullAll(store: ServerStore, userId: string, limit = 1000) {
+  const items = [];
+  let after = 0;
+  for (;;) {
+    const page = await store.pull(userId, after, limit);
+    items.push(...page.items);
+    if (page.items.length > 0) after = page.items[page.items.length - 1]!.position;
+    if (!page.more) return items;
+  }
+}
+
+/** Subscribes (resolving once pokes are delivered); `poked` resolves with the first poke's head. */
+async function watch(store: ServerStore, userId: string): Promise<{ poked: Promise<number>; off: () => void }> {
+  let resolvePoke: (head: number) => void = () => {};
+  const poked = new Promise<number>((resolve) => {
+    resolvePoke = resolve;
+  });
+  const off = await store.subscribe(userId, (head) => resolvePoke(head));
+  return { poked, off };
+}
+
+export function runServerStoreTests(name: string, setup: StoreSetup): void {
+  describe(`ServerStore contract: ${name}`, () => {
+    it('stores a push and pulls it back in order, with the pushing client', async () => {
+      const { store } = await setup.create();
+      const alice = uniqueUser('alice');
+      const items = ops(alice, 1, 5);
+      const result = await store.push(alice, 'laptop', items);
+      expect(result).toEqual({ status: 'applied', lastSeq: 5, appended: 5, head: 5 });
+      const pulled = await pullAll(store, alice);
+      expect(pulled.map(opOf)).toEqual(items.map((item) => ('op' in item ? item.op : null)));
+      expect(pulled.every((item) => item.clientId === 'laptop')).toBe(true);
+      expect(pulled.map((item) => item.position)).toEqual([1, 2, 3, 4, 5]);
+      expect(await store.head(alice)).toBe(5);
+      expect(await store.lastSeq(alice, 'laptop')).toBe(5);
+      await store.close();
+    });
+
+    it('ignores retried seqs and appends only the new tail of an overlapping push', async () => {
+      const { store } = await setup.create();
+      const alice = uniqueUser('alice');
+      const first = ops(alice, 1, 3);
+      await store.push(alice, 'c', first);
+      expect(await store.push(alice, 'c', first)).toEqual({ status: 'applied', lastSeq: 3, appended: 0, head: 3 });
+      const overlap = [...first.slice(1), ...ops(alice, 4, 5)];
+      expect(await store.push(alice, 'c', overlap)).toMatchObject({ status: 'applied', lastSeq: 5, appended: 2 });
+      const pulled = await pullAll(store, alice);
+      expect(pulled).toHaveLength(5);
+      expect(new Set(pulled.map((item) => opOf(item)?.id)).size).toBe(5);
+      await store.close();
+    });
+
+    it('refuses a gap, at the start or inside a push, and stores nothing of it', async () => {
+      const { store } = await setup.create();
+      const alice = uniqueUser('alice');
+      expect(await store.push(alice, 'c', ops(alice, 2, 3))).toEqual({ status: 'gap', lastSeq: 0 });
+      await store.push(alice, 'c', ops(alice, 1, 1));
+      const holey = [...ops(alice, 2, 3), ...ops(alice, 5, 5)];
+      expect(await store.push(alice, 'c', holey)).toEqual({ status: 'gap', lastSeq: 1 });
+      expect(await pullAll(store, alice)).toHaveLength(1);
+      expect(await store.lastSeq(alice, 'c')).toBe(1);
+      expect(await store.head(alice)).toBe(1);
+      await store.close();
+    });
+
+    it('keeps users apart: same session id, same client id, separate logs and seqs', async () => {
+      const { store } = await setup.create();
+      const alice = uniqueUser('alice');
+      const bob = uniqueUser('bob');
+      await store.push(alice, 'c', ops(alice, 1, 3, 'shared'));
+      await store.push(bob, 'c', ops(bob, 1, 1, 'shared'));
+      const alices = await pullAll(store, alice);
+      const bobs = await pullAll(store, bob);
+      expect(alices.map((item) => opOf(item)?.userId)).toEqual([alice, alice, alice]);
+      expect(bobs.map((item) => opOf(item)?.userId)).toEqual([bob]);
+      expect(await store.lastSeq(bob, 'c')).toBe(1);
+      expect(await store.head(bob)).toBe(1);
+      await store.close();
+    });
+
+    it('pages: every item exactly once, `more` false only at the end', async () => {
+      const { store } = await setup.create();
+      const alice = uniqueUser('alice');
+      await store.push(alice, 'c', ops(alice, 1, 25));
+      const first = await store.pull(alice, 0, 10);
+      expect(first.items).toHaveLength(10);
+      expect(first.more).toBe(true);
+      const all = await pullAll(store, alice, 10);
+      expect(all.map((item) => item.position)).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
+      const last = await store.pull(alice, 20, 5);
+      expect(last.items).toHaveLength(5);
+      expect(last.more).toBe(false);
+      expect(await store.pull(alice, 25, 10)).toEqual({ items: [], more: false });
+      await store.close();
+    });
+
+    it('keeps board updates byte for byte', async () => {
+      const { store } = await setup.create();
+      const alice = uniqueUser('alice');
+      const board = boardWriter();
+      const update = board.write('plan', 'ship it');
+      await store.push(alice, 'c', [{ seq: 1, board: { sessionId: 's1', update } }]);
+      const [item] = await pullAll(store, alice);
+      expect(item && 'board' in item ? item.board : null).toEqual({ sessionId: 's1', update });
+      await store.close();
+    });
+
+    it('pokes a user’s subscribers after a commit that appended, not other users, not for retries', async () => {
+      const { store } = await setup.create();
+      const alice = uniqueUser('alice');
+      const bob = uniqueUser('bob');
+      const bobPokes: number[] = [];
+      const offBob = await store.subscribe(bob, (head) => bobPokes.push(head));
+      const first = await watch(store, alice);
+      const items = ops(alice, 1, 2);
+      await store.push(alice, 'c', items);
+      expect(await first.poked).toBe(2);
+      // The poke comes after the commit: a pull at that moment sees the items.
+      expect(await pullAll(store, alice)).toHaveLength(2);
+      first.off();
+      const alicePokes: number[] = [];
+      const offAlice = await store.subscribe(alice, (h) => alicePokes.push(h));
+      await store.push(alice, 'c', items);
+      // A poke, if one were sent, travels with the next one: push something for bob and wait for it.
+      const bobWatch = await watch(store, bob);
+      await store.push(bob, 'c', ops(bob, 1, 1));
+      await bobWatch.poked;
+      bobWatch.off();
+      await store.push(alice, 'c', ops(alice, 3, 3));
+      await expect.poll(() => alicePokes).toEqual([3]);
+      expect(bobPokes).toEqual([1]);
+      offAlice();
+      offBob();
+      await store.close();
+    });
+
+    it('lands concurrent pushes of two clients of one user, each once, positions without holes', async () => {
+      const { store } = await setup.create();
+      const alice = uniqueUser('alice');
+      const a = Array.from({ length: 10 }, (_, i) => ops(alice, i * 5 + 1, i * 5 + 5));
+      const b = Array.from({ length: 10 }, (_, i) => ops(alice, i * 5 + 1, i * 5 + 5, 's2'));
+      // Each client sends its pushes one after another (as a client does); b also retries each at once.
+      const run = async (clientId: string, batches: StorePushItem[][], retry: boolean) => {
+        const results = [];
+        for (const batch of batches) results.push(...(await Promise.all([store.push(alice, clientId, batch), ...(retry ? [store.push(alice, clientId, batch)] : [])])));
+        return results;
+      };
+      const results = (await Promise.all([run('a', a, false), run('b', b, true)])).flat();
+      expect(results.map((result) => result.status)).toEqual(Array(30).fill('applied'));
+      const pulled = await pullAll(store, alice);
+      expect(pulled).toHaveLength(100);
+      expect(pulled.map((item) => item.position)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+      expect(new Set(pulled.map((item) => opOf(item)?.id)).size).toBe(100);
+      expect(await store.lastSeq(alice, 'a')).toBe(50);
+      expect(await store.lastSeq(alice, 'b')).toBe(50);
+      await store.close();
+    });
+
+    it('compacts a session’s board updates into one that holds them all, for readers at any cursor', async () => {
+      const { store } = await setup.create({ compactBoardAfter: 4 });
+      const alice = uniqueUser('alice');
+      const board = boardWriter();
+      const other = boardWriter();
+      await store.push(alice, 'c', [{ seq: 1, board: { sessionId: 'other', update: other.write('x', '1') } }]);
+      const updates = Array.from({ length: 10 }, (_, i) => board.write(`k${i}`, `v${i}`));
+      for (let i = 0; i < 10; i++) await store.push(alice, 'c', [{ seq: i + 2, board: { sessionId: 's1', update: updates[i]! } }]);
+      const pulled = await pullAll(store, alice);
+      const s1 = pulled.filter((item) => 'board' in item && item.board.sessionId === 's1');
+      expect(s1.length).toBeLessThanOrEqual(4);
+      expect(s1.some((item) => item.clientId === null)).toBe(true);
+      expect(boardOf(s1.map((item) => ('board' in item ? item.board.update : new Uint8Array())))).toEqual(board.doc.getMap('board').toJSON());
+      // A reader that had the first 3 updates only (cursor at position 4) still gets the rest.
+      const late = (await store.pull(alice, 4, 1000)).items.filter((item) => 'board' in item && item.board.sessionId === 's1');
+      expect(boardOf([...updates.slice(0, 3), ...late.map((item) => ('board' in item ? item.board.update : new Uint8Array()))])).toEqual(board.doc.getMap('board').toJSON());
+      // Other sessions are left alone.
+      expect(pulled.filter((item) => 'board' in item && item.board.sessionId === 'other')).toHaveLength(1);
+      expect(await store.head(alice)).toBe(11);
+      await store.close();
+    });
+
+    it('keeps what was pushed after being closed and reopened', async () => {
+      const { store, reopen } = await setup.create();
+      const alice = uniqueUser('alice');
+      const items = ops(alice, 1, 3);
+      await store.push(alice, 'c', items);
+      const again = await reopen();
+      expect((await pullAll(again, alice)).map(opOf)).toEqual(items.map((item) => ('op' in item ? item.op : null)));
+      expect(await again.lastSeq(alice, 'c')).toBe(3);
+      expect(await again.push(alice, 'c', ops(alice, 3, 4))).toMatchObject({ status: 'applied', lastSeq: 4, appended: 1, head: 4 });
+      await again.close();
+    });
+
+    it('refuses work after close with storage/closed', async () => {
+      const { store } = await setup.create();
+      await store.close();
+      await store.close();
+      await expect(store.head(uniqueUser())).rejects.toMatchObject({ code: 'storage/closed' });
+    });
+
+    const peerOf = setup.peer;
+    if (peerOf) {
+      it('pokes subscribers on another instance sharing the storage', async () => {
+        const { store } = await setup.create();
+        const peer = await peerOf();
+        const alice = uniqueUser('alice');
+        const { poked, off } = await watch(peer, alice);
+        await store.push(alice, 'c', ops(alice, 1, 3));
+        expect(await poked).toBe(3);
+        off();
+        expect(await pullAll(peer, alice)).toHaveLength(3);
+        await peer.close();
+        await store.close();
+      });
+    }
+  });
+}

@@ -1,0 +1,35 @@
+/**
+ * The wire schemas both ends validate with: what they accept and how a
+ * refusal names the field.
+ */
+import { describe, expect, it } from 'vitest';
+import { makeOp } from '../../../src/core/index.js';
+import { Base64Schema, PullResponseSchema, PushRequestSchema, parseWire } from '../../../src/sync/index.js';
+
+const op = makeOp('memory.set', { id: 'm1', userId: 'alice', sessionId: 's', order: '001700000000000.000000.c1', body: { scope: 'user', key: 'k', value: 1 } });
+
+describe('sync protocol', () => {
+  it('accepts op and board items, and refuses an item with both or neither', () => {
+    expect(parseWire(PushRequestSchema, { clientId: 'c1', items: [{ seq: 1, op }, { seq: 2, board: { sessionId: 's', update: 'AAA=' } }] }, 'push').items).toHaveLength(2);
+    expect(() => parseWire(PushRequestSchema, { clientId: 'c1', items: [{ seq: 1, op, board: { sessionId: 's', update: 'AAA=' } }] }, 'push')).toThrow(/items\[0\]/);
+    expect(() => parseWire(PushRequestSchema, { clientId: 'c1', items: [{ seq: 1 }] }, 'push')).toThrow(/exactly one/);
+  });
+
+  it('names the field of a bad op, seq or client id', () => {
+    const bad = { ...op, body: { ...op.body, key: '' } };
+    expect(() => parseWire(PushRequestSchema, { clientId: 'c1', items: [{ seq: 1, op: bad }] }, 'push')).toThrow(/items\[0\]\.op\.body\.key/);
+    expect(() => parseWire(PushRequestSchema, { clientId: 'c1', items: [{ seq: 1.5, op }] }, 'push')).toThrow(/items\[0\]\.seq/);
+    expect(() => parseWire(PushRequestSchema, { clientId: 'has space', items: [{ seq: 1, op }] }, 'push')).toThrow(expect.objectContaining({ code: 'schema/invalid', message: expect.stringContaining('clientId') as string }));
+  });
+
+  it('takes only padded standard base64', () => {
+    for (const ok of ['', 'AA==', 'AAA=', 'AAAA', 'ab+/']) expect(Base64Schema.safeParse(ok).success, ok).toBe(true);
+    for (const bad of ['A', 'AA', 'AA=', 'ab-_', 'AAAA=', 'A===']) expect(Base64Schema.safeParse(bad).success, bad).toBe(false);
+  });
+
+  it('validates a pull answer, a compacted board update with clientId null included', () => {
+    const page = { items: [{ clientId: 'c1', op }, { clientId: null, board: { sessionId: 's', update: 'AAA=' } }], cursor: '2', more: false };
+    expect(PullResponseSchema.parse(page)).toEqual(page);
+    expect(PullResponseSchema.safeParse({ ...page, cursor: 'x' }).success).toBe(false);
+  });
+});
