@@ -28,9 +28,9 @@ type System = (typeof SYSTEMS)[number];
 const BULK_N = Number(process.env.PEERS_BULK_N ?? 100_000);
 const BULK_ROUNDS = Number(process.env.PEERS_BULK_ROUNDS ?? 2);
 const APPEND_SIZES = [1_000, 10_000, BULK_N];
-const APPEND_CHUNKS = 3;
-const APPEND_CHUNK = 10;
-const XTAB_RUNS = 20;
+const APPEND_CHUNKS = 4;
+const APPEND_CHUNK = 15;
+const XTAB_RUNS = 30;
 const OPEN_ROUNDS = 4;
 /** A system whose single sample takes longer than this gets one sample per chunk, not a full chunk. */
 const SLOW_MS = 150;
