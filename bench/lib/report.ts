@@ -46,3 +46,11 @@ export function report(result: BenchReport): void {
   const machine = { node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(os.totalmem() / 2 ** 30) };
   writeFileSync(`${dir}${result.name}.json`, `${JSON.stringify({ ...result, measuredAt: new Date().toISOString(), machine }, null, 2)}\n`);
 }
+
+/** Writes bench/results/<name>.json for a benchmark whose rows do not fit {@link BenchReport} (several systems per row). */
+export function writeResult(name: string, result: object): void {
+  const dir = fileURLToPath(new URL('../results/', import.meta.url));
+  mkdirSync(dir, { recursive: true });
+  const machine = { node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(os.totalmem() / 2 ** 30) };
+  writeFileSync(`${dir}${name}.json`, `${JSON.stringify({ name, ...result, measuredAt: new Date().toISOString(), machine }, null, 2)}\n`);
+}

@@ -80,8 +80,9 @@ export function createChangeFeed(name: string, onError: (error: TabulaError) => 
 
   return {
     publish(change, origin) {
-      deliver({ ...change, origin });
+      // The other tabs first: their delivery then runs while this tab's listeners run.
       channel?.postMessage({ v: 1, userId: change.userId, sessionId: change.sessionId, kinds: [...change.kinds], fromRemote: origin === 'remote' });
+      deliver({ ...change, origin });
     },
     subscribe(userId, sessionId, listener) {
       const key = keyOf(userId, sessionId);

@@ -17,6 +17,8 @@ import type { Session } from './session.js';
 export interface HandleTracker {
   /** Tracks `session`, whose resources `release` frees; returns the session with a `close()` that releases them. */
   track(session: Session, release: () => Promise<void>): Session;
+  /** Keeps `session` alive while the app holds its `blackboard` (called when the board is first used). */
+  keepAliveWith(blackboard: object, session: Session): void;
   /** Closes every handle still alive and releases the resources of the rest. */
   closeAll(): Promise<void>;
 }
@@ -56,7 +58,6 @@ export function createHandleTracker(onError: (error: TabulaError) => void): Hand
       const token = nextToken++;
       releases.set(token, release);
       alive.set(token, new WeakRef(session));
-      keepAlive.set(session.blackboard, session);
       collected.register(session, token, session);
       const close = session.close.bind(session);
       return Object.assign(session, {
@@ -66,6 +67,9 @@ export function createHandleTracker(onError: (error: TabulaError) => void): Hand
           await releaseToken(token);
         },
       });
+    },
+    keepAliveWith(blackboard, session) {
+      keepAlive.set(blackboard, session);
     },
     async closeAll() {
       const open = [...alive.values()].map((ref) => ref.deref()).filter((session): session is Session => session !== undefined);

@@ -164,7 +164,11 @@ export const STORES_V1 = {
 
 /** Opens (creating or upgrading) the database. */
 export function createDb(name: string): TabulaDb {
-  const db = new Dexie(name) as TabulaDb;
+  // Tabula announces its own changes (changes.ts) and runs no liveQuery: Dexie's query cache and its
+  // observability layer (which computes the key ranges of every write and posts them to every tab on
+  // a BroadcastChannel of its own) would only add work to each write.
+  const db = new Dexie(name, { cache: 'disabled' }) as TabulaDb;
+  db.unuse({ stack: 'dbcore', name: 'Observability' });
   db.version(1).stores(STORES_V1);
   // v2: find a session's streaming messages and running runs without scanning them all
   // (recovery after a tab closed mid-stream or mid-run). Indexes only; rows are unchanged.

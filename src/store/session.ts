@@ -10,6 +10,7 @@
  */
 import type { z } from 'zod';
 import type { Blackboard } from '../blackboard/blackboard.js';
+import type { BoardLease } from '../blackboard/registry.js';
 import { WorkingContext, type FrozenContext } from '../core/context.js';
 import { TabulaError, describeIssues, formatPath } from '../core/errors.js';
 import { subOrder } from '../core/hlc.js';
@@ -23,7 +24,7 @@ import { PrefixContext } from '../core/prefix.js';
 import { applyScope, requireScope, type ContextScope } from '../core/scopes.js';
 import type { SessionChange } from './changes.js';
 import { mapStorageError } from './errors.js';
-import { parseSessionExport, type SessionExport } from './export.js';
+import type { SessionExport } from './export.js';
 import { newId } from './ids.js';
 import { createMemory } from './memory.js';
 import { addNote } from './notes.js';
@@ -166,6 +167,8 @@ export interface SessionHandleInit {
   sessionId: string;
   contextSchema: z.ZodObject | undefined;
   importSession: SessionImporter;
+  /** Called when the handle first uses its blackboard (the handle tracker keeps the handle alive while the board is). */
+  onBoard?: (blackboard: object, session: Session) => void;
 }
 
 /**
@@ -178,10 +181,19 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
   const { db } = store;
   const label = `session "${sessionId}" of user "${userId}"`;
   const unsubscribers = new Set<() => void>();
-  const board = store.boards.acquire(userId, sessionId);
-  // The lease's release alone (it does not use `this`): holding the lease would hold its blackboard, and so the handle.
-  // eslint-disable-next-line @typescript-eslint/unbound-method -- BoardLease.release is a closure that never reads `this`.
-  const release = releaser(board.release, unsubscribers);
+  // The blackboard (a Yjs doc, its IndexedDB database and its cross-tab channel) opens on first use:
+  // a session whose board is never touched costs none of them.
+  const slot: BoardSlot = { lease: null };
+  const release = releaser(slot, unsubscribers);
+  const lease = (): BoardLease => {
+    if (!slot.lease) {
+      slot.lease = store.boards.acquire(userId, sessionId);
+      // Touched after close(): hand back a board that refuses use, holding nothing open.
+      if (closed) void slot.lease.release();
+      else init.onBoard?.(slot.lease.blackboard, session);
+    }
+    return slot.lease;
+  };
   let closed = false;
 
   const ensureOpen = () => {
@@ -292,8 +304,9 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
 
   const exportWithBoard = async (): Promise<SessionExport> => {
     const data = await exportData();
-    await board.blackboard.whenLoaded;
-    return { ...data, blackboard: board.blackboard.toJSON() };
+    const { blackboard } = lease();
+    await blackboard.whenLoaded;
+    return { ...data, blackboard: blackboard.toJSON() };
   };
 
   /** Appends; with `life`, only to the session that had that `createdOrder` (a run's appends). */
@@ -303,12 +316,9 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
     if (parsed.length === 0) return [];
     return write(`append ${parsed.length} message(s)`, async (tx) => {
       tx.existing(life);
-      const stored: StoredMessage[] = [];
-      for (const message of parsed) {
-        const op = await tx.emit('message.append', { id: newId(), createdAt: Date.now(), status: 'complete', message });
-        if (op.kind === 'message.append') stored.push(toStoredMessage({ ...op.body, order: op.order }));
-      }
-      return stored;
+      const createdAt = Date.now();
+      const ops = await tx.emitAppends(parsed.map((message) => ({ id: newId(), createdAt, status: 'complete', message })));
+      return ops.map((op) => toStoredMessage({ ...op.body, order: op.order }));
     });
   };
 
@@ -317,7 +327,9 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
   const session: Session = {
     userId,
     sessionId,
-    blackboard: board.blackboard,
+    get blackboard() {
+      return lease().blackboard;
+    },
 
     append: (input) => appendMessages(input),
 
@@ -455,14 +467,14 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
 
     async toContext(options) {
       options = checkOptions(options, 'toContext(options)');
-      const [row, messages, entries] = await Promise.all([readRow(), session.messages(options), readJournal(), board.blackboard.whenLoaded]);
+      const [row, messages, entries] = await Promise.all([readRow(), session.messages(options), readJournal(), lease().blackboard.whenLoaded]);
       const journal = new MutationJournal<unknown>(entries.slice(0, row.journalWatermark));
       journal.apply(entries.slice(row.journalWatermark));
       return new WorkingContext({
         prefix: new PrefixContext(row.prefix),
         messages: messages.map(toWireMessage),
         // The blackboard is the scratchpad axis; write a context's changes back with blackboard.update().
-        scratchpad: board.blackboard.toJSON(),
+        scratchpad: lease().blackboard.toJSON(),
         journal,
         tokenCounter: store.tokenCounter,
       });
@@ -548,17 +560,21 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
  * Built outside createSessionHandle on purpose: a closure made there would share its scope, which holds
  * the handle, and keep it alive.
  */
-function releaser(releaseBoard: () => Promise<void>, unsubscribers: Set<() => void>): () => Promise<void> {
+function releaser(slot: BoardSlot, unsubscribers: Set<() => void>): () => Promise<void> {
   return async () => {
     for (const unsubscribe of unsubscribers) unsubscribe();
     unsubscribers.clear();
-    await releaseBoard();
+    await slot.lease?.release();
   };
 }
 
-/** Validates and rewrites an export into the ops that recreate it (used by import and fork). */
+/** Where a handle keeps its blackboard lease once the board is first used; it never references the handle. */
+interface BoardSlot {
+  lease: BoardLease | null;
+}
+
+/** Rewrites an export, validated by the caller (parseSessionExport), into the ops that recreate it (used by import and fork). */
 export async function importInto(tx: Emitter, data: SessionExport): Promise<void> {
-  parseSessionExport(data);
   await tx.emit('session.create', { createdAt: data.createdAt, forkOf: data.forkOf });
   if (data.prefix.systemPrompt !== '' || data.prefix.grounding.length > 0 || data.prefix.schemaBlock !== null) {
     await tx.emit('prefix.set', { prefix: data.prefix });
@@ -568,9 +584,10 @@ export async function importInto(tx: Emitter, data: SessionExport): Promise<void
   // so they belong to this session's life (after its create) and later appends sort after them.
   const base = tx.nextOrder();
   const messages = [...data.messages].sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
-  for (const [index, m] of messages.entries()) {
-    await tx.emit('message.append', { id: m.id, createdAt: m.createdAt, status: m.status, message: m.message }, { order: subOrder(base, index) });
-  }
+  await tx.emitAppends(
+    messages.map((m) => ({ id: m.id, createdAt: m.createdAt, status: m.status, message: m.message })),
+    messages.map((_, index) => subOrder(base, index)),
+  );
   if (data.journal.entries.length > 0) await tx.emit('journal.append', { entries: data.journal.entries });
   if (data.journal.watermark > 0) await tx.emit('journal.commit', { watermark: Math.min(data.journal.watermark, data.journal.entries.length) });
   for (const note of data.notes) await tx.emit('note.add', note);

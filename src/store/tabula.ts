@@ -114,7 +114,14 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   const handles = createHandleTracker(onError);
 
   const handleFor = (userId: string, sessionId: string, contextSchema: z.ZodObject | undefined): Session => {
-    const { session, release } = createSessionHandle({ store, userId, sessionId, contextSchema, importSession: importData });
+    const { session, release } = createSessionHandle({
+      store,
+      userId,
+      sessionId,
+      contextSchema,
+      importSession: importData,
+      onBoard: (blackboard, handle) => handles.keepAliveWith(blackboard, handle),
+    });
     // A stream started in another tab gets a watcher here, so its tab crashing is noticed at once.
     const stopWatching = store.feed.subscribe(userId, sessionId, (change) => {
       if (change.origin === 'tab' && change.kinds.includes('message.append')) recovery.schedule(userId, sessionId);

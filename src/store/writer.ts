@@ -8,7 +8,7 @@ import { TabulaError } from '../core/errors.js';
 import { hlcOf, type HybridLogicalClock } from '../core/hlc.js';
 import type { Op, OpBody, OpKind } from '../core/ops.js';
 import type { TokenCounter } from '../core/tokens.js';
-import { applyOp, flushSlot, loadSlot } from './apply.js';
+import { applyAppends, applyOp, flushSlot, loadSlot, type AppendOp } from './apply.js';
 import type { BoardRegistry } from '../blackboard/registry.js';
 import type { ChangeFeed } from './changes.js';
 import type { RunCoordinator } from './coordinator.js';
@@ -67,6 +67,11 @@ export interface Emitter {
   nextOrder(): string;
   /** Makes an op with a fresh order key (after every op of the session), applies it, returns it. */
   emit<K extends OpKind>(kind: K, body: OpBody<K>, options?: { id?: string; order?: string }): Promise<Op>;
+  /**
+   * Emits one message.append op per body, applied as one batch (see
+   * `applyAppends`); `orders[i]`, when given, is body i's order key.
+   */
+  emitAppends(bodies: readonly OpBody<'message.append'>[], orders?: readonly string[]): Promise<AppendOp[]>;
 }
 
 export function assertOpen(store: StoreContext): void {
@@ -122,6 +127,14 @@ export async function commit<T>(
           // Imported ops carry their own order; later ops must still sort after all of them.
           if (slot.row && slot.row.lastOrder > after) after = slot.row.lastOrder;
           return op;
+        },
+        async emitAppends(bodies, orders) {
+          const ops = bodies.map(
+            (body, index): AppendOp => ({ id: newId(), kind: 'message.append', userId, sessionId, order: orders?.[index] ?? nextOrder(), body }),
+          );
+          applied.push(...(await applyAppends(db, slot, ops)));
+          if (slot.row && slot.row.lastOrder > after) after = slot.row.lastOrder;
+          return ops;
         },
       };
       const value = await build(emitter);

@@ -1,0 +1,4 @@
+import { exposeHarness } from './harness.js';
+import { system } from './systems/tabula.js';
+
+exposeHarness(system);

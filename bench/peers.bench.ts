@@ -1,0 +1,287 @@
+/**
+ * Tabula against what users would pick instead, in one Chromium run:
+ * RxDB 17.6 (Dexie storage, index on [sessionId, order]), TinyBase 10
+ * (IndexedDB persister) and raw Dexie (the floor). Each system runs in its
+ * own origin (its own Vite server port) on an on-disk profile; rounds
+ * interleave the systems so drift on a shared machine hits all alike.
+ * Cases: append 1 message at N = 1k/10k/100k; a new instance opening a
+ * 100k-message chat and reading its last 50; bulk insert of 100k messages
+ * into a new chat; append in tab A → event in tab B; JS for what the page
+ * used (esbuild, minified, gzip). Writes bench/results/peers.json.
+ * Environment: PEERS_BULK_N (default 100000), PEERS_BULK_ROUNDS (default 2).
+ */
+import { chromium, type BrowserContext, type Page } from '@playwright/test';
+import { build } from 'esbuild';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { createServer, type ViteDevServer } from 'vite';
+import { chromiumLaunchOptions, missingChromiumMessage } from '../scripts/chromium.mjs';
+import { callPage } from './lib/browser.js';
+import { summarise, type Sample } from './lib/measure.js';
+import { writeResult } from './lib/report.js';
+
+const SYSTEMS = ['tabula', 'rxdb', 'tinybase', 'dexie'] as const;
+type System = (typeof SYSTEMS)[number];
+const BULK_N = Number(process.env.PEERS_BULK_N ?? 100_000);
+const BULK_ROUNDS = Number(process.env.PEERS_BULK_ROUNDS ?? 2);
+const APPEND_SIZES = [1_000, 10_000, BULK_N];
+const APPEND_CHUNKS = 4;
+const APPEND_CHUNK = 15;
+const XTAB_RUNS = 30;
+const OPEN_ROUNDS = 4;
+/** A system whose single sample takes longer than this gets one sample per chunk, not a full chunk. */
+const SLOW_MS = 150;
+
+const GUARANTEES: Record<System, string> = {
+  tabula: 'durable when the promise resolves (transaction committed); rows validated (zod) on write and read; cross-tab events by BroadcastChannel after commit',
+  rxdb: 'durable when insert resolves (Dexie transaction committed); no validation without a validate plugin (none here); cross-tab events by BroadcastChannel (multiInstance)',
+  tinybase: 'in-memory store; durable only when an awaited persister.save() resolves (it rewrites the chat); no validation without a schema; other tabs poll (autoLoad, every 1 s)',
+  dexie: 'durable when add resolves; no validation; no cross-tab event of its own: the floor posts one BroadcastChannel message after each add',
+};
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+
+async function serve(): Promise<{ server: ViteDevServer; url: string }> {
+  const server = await createServer({
+    configFile: false,
+    root,
+    logLevel: 'error',
+    server: {
+      host: '127.0.0.1',
+      port: 0,
+      headers: { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' },
+      hmr: false,
+      watch: { ignored: ['**/*'] },
+    },
+    optimizeDeps: { include: ['rxdb', 'rxdb/plugins/storage-dexie', 'tinybase', 'tinybase/persisters/persister-indexed-db', 'dexie', 'yjs', 'zod'] },
+  });
+  await server.listen();
+  const address = server.httpServer?.address();
+  if (!address || typeof address === 'string') throw new Error('Vite did not report a port');
+  return { server, url: `http://127.0.0.1:${address.port}` };
+}
+
+async function openPage(context: BrowserContext, url: string): Promise<Page> {
+  const page = await context.newPage();
+  page.on('pageerror', (error) => console.error(`[page error] ${error.message}`));
+  await page.goto(url);
+  await page.waitForFunction(() => (window as unknown as { benchReady?: boolean }).benchReady === true, undefined, { timeout: 120_000 });
+  return page;
+}
+
+/**
+ * JS for what the page used: the system module bundled by esbuild with code
+ * splitting, minified; the entry chunk and the chunks it imports statically,
+ * each gzipped. Chunks loaded by a dynamic import() the benchmark never
+ * triggers (Tabula's tokenizer) are not counted, as the page never loads them.
+ */
+async function jsKiB(system: System): Promise<number> {
+  const result = await build({
+    entryPoints: [join(root, `bench/pages/peers/systems/${system}.ts`)],
+    bundle: true,
+    splitting: true,
+    outdir: join(os.tmpdir(), 'tabula-peers-js'),
+    minify: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    write: false,
+    metafile: true,
+    logLevel: 'silent',
+  });
+  const outputs = result.metafile.outputs;
+  const entry = Object.keys(outputs).find((file) => outputs[file]?.entryPoint !== undefined);
+  const used = new Set<string>();
+  const visit = (file: string) => {
+    if (used.has(file)) return;
+    used.add(file);
+    for (const dep of outputs[file]?.imports ?? []) if (dep.kind === 'import-statement') visit(dep.path);
+  };
+  if (entry) visit(entry);
+  const bytes = result.outputFiles
+    .filter((file) => [...used].some((path) => file.path.endsWith(path.replace(/^.*tabula-peers-js/, ''))))
+    .reduce((sum, file) => sum + gzipSync(file.contents, { level: 9 }).length, 0);
+  return bytes / 1024;
+}
+
+/** Runs `task` for each system, in an order rotated by `round`. */
+async function interleave(round: number, task: (system: System) => Promise<void>): Promise<void> {
+  for (let k = 0; k < SYSTEMS.length; k++) await task(SYSTEMS[(k + round) % SYSTEMS.length] as System);
+}
+
+interface Row {
+  readonly case: string;
+  readonly unit: string;
+  readonly higherIsBetter: boolean;
+  readonly values: Partial<Record<System | 'tabula (append batch)', Sample | { value: number }>>;
+}
+
+const missing = missingChromiumMessage();
+if (missing) throw new Error(missing);
+const profile = mkdtempSync(join(os.tmpdir(), 'tabula-peers-'));
+const servers = await Promise.all(SYSTEMS.map(() => serve()));
+const context = await chromium.launchPersistentContext(profile, { ...chromiumLaunchOptions(), headless: true });
+const started = performance.now();
+try {
+  const url = (system: System) => `${servers[SYSTEMS.indexOf(system)]!.url}/bench/pages/peers/${system}.html`;
+  const tabA = {} as Record<System, Page>;
+  const tabB = {} as Record<System, Page>;
+  for (const system of SYSTEMS) tabA[system] = await openPage(context, url(system));
+  const a = <T>(system: System, method: string, ...args: unknown[]) => callPage<T>(tabA[system], method, ...args);
+  const b = <T>(system: System, method: string, ...args: unknown[]) => callPage<T>(tabB[system], method, ...args);
+  const rows: Row[] = [];
+  const next = new Map<string, number>();
+  const take = (system: System, chat: string, count: number) => {
+    const key = `${system}/${chat}`;
+    const from = next.get(key) ?? 0;
+    next.set(key, from + count);
+    return from;
+  };
+
+  // Bulk: 100k into a new chat. Round 0's chat is also the 100k chat of the later cases.
+  const bulk: Record<string, number[]> = {};
+  for (let round = 0; round < BULK_ROUNDS; round++) {
+    await interleave(round, async (system) => {
+      const ms = await a<number>(system, 'bulk', `bulk-${round}`, BULK_N);
+      (bulk[system] ??= []).push(ms);
+      next.set(`${system}/bulk-${round}`, BULK_N);
+      console.log(`bulk ${system} round ${round}: ${((BULK_N / ms) * 1000).toFixed(0)} msgs/s`);
+      if (system === 'tabula') {
+        const batch = await a<number>(system, 'bulk', `batch-${round}`, BULK_N, 'bulkAppend');
+        (bulk['tabula (append batch)'] ??= []).push(batch);
+        console.log(`bulk tabula (append batch) round ${round}: ${((BULK_N / batch) * 1000).toFixed(0)} msgs/s`);
+      }
+    });
+  }
+  const rate = (samples: number[]): Sample => {
+    const s = summarise(samples.map((ms) => BULK_N / (ms / 1000)));
+    return s;
+  };
+  rows.push({
+    case: `bulk insert ${BULK_N.toLocaleString('en')} into a new chat`,
+    unit: 'msgs/s',
+    higherIsBetter: true,
+    values: Object.fromEntries(Object.entries(bulk).map(([system, samples]) => [system, rate(samples)])),
+  });
+
+  // Append 1 message at N.
+  for (const n of APPEND_SIZES) {
+    const chat = n === BULK_N ? 'bulk-0' : `seed-${n}`;
+    if (n !== BULK_N) for (const system of SYSTEMS) {
+      await a(system, 'bulk', chat, n);
+      next.set(`${system}/${chat}`, n);
+    }
+    const samples: Partial<Record<System, number[]>> = {};
+    for (const system of SYSTEMS) await a(system, 'append', chat, take(system, chat, 2), 2); // warm-up
+    for (let round = 0; round < APPEND_CHUNKS; round++) {
+      await interleave(round, async (system) => {
+        const list = (samples[system] ??= []);
+        const runs = list.length > 0 && Math.min(...list) > SLOW_MS ? 1 : APPEND_CHUNK;
+        list.push(...(await a<number[]>(system, 'append', chat, take(system, chat, runs), runs)));
+      });
+    }
+    rows.push({
+      case: `append 1 message, N = ${n.toLocaleString('en')}`,
+      unit: 'ms',
+      higherIsBetter: false,
+      values: Object.fromEntries(Object.entries(samples).map(([system, list]) => [system, summarise(list)])),
+    });
+    console.log(`append N=${n} done`);
+  }
+
+  // Append in tab A → event in tab B (same origin, same profile).
+  for (const system of SYSTEMS) {
+    tabB[system] = await openPage(context, url(system));
+    await b(system, 'watch', 'seed-1000');
+  }
+  const xtab: Partial<Record<System, number[]>> = {};
+  for (let round = 0; round < XTAB_RUNS; round++) {
+    await interleave(round, async (system) => {
+      await b(system, 'arm');
+      const sent = await a<number>(system, 'appendAt', 'seed-1000', take(system, 'seed-1000', 1));
+      const seen = await b<number>(system, 'event');
+      (xtab[system] ??= []).push(seen - sent);
+    });
+  }
+  rows.push({
+    case: 'append in tab A → event in tab B',
+    unit: 'ms',
+    higherIsBetter: false,
+    values: Object.fromEntries(Object.entries(xtab).map(([system, list]) => [system, summarise(list)])),
+  });
+  console.log('cross-tab done');
+  for (const system of SYSTEMS) {
+    await b(system, 'close');
+    await tabB[system].close();
+    await a(system, 'close');
+  }
+
+  // New instance: open + last 50 of the 100k chat.
+  const opens: Partial<Record<System, number[]>> = {};
+  for (let round = 0; round < OPEN_ROUNDS; round++) {
+    await interleave(round, async (system) => {
+      const list = (opens[system] ??= []);
+      const runs = list.length > 0 && Math.min(...list) > SLOW_MS ? 1 : 5;
+      list.push(...(await a<number[]>(system, 'openLast', 'bulk-0', runs)));
+    });
+  }
+  rows.push({
+    case: `new instance: open + last 50 of ${BULK_N.toLocaleString('en')}`,
+    unit: 'ms',
+    higherIsBetter: false,
+    values: Object.fromEntries(Object.entries(opens).map(([system, list]) => [system, summarise(list)])),
+  });
+
+  // JS for what the page used.
+  const js: Partial<Record<System, { value: number }>> = {};
+  for (const system of SYSTEMS) js[system] = { value: await jsKiB(system) };
+  rows.push({ case: 'JS for what the page used', unit: 'KiB gzip', higherIsBetter: false, values: js });
+
+  // Print and record.
+  const order = ['append 1 message', 'new instance', 'bulk insert', 'append in tab A', 'JS for'];
+  rows.sort((x, y) => order.findIndex((p) => x.case.startsWith(p)) - order.findIndex((p) => y.case.startsWith(p)));
+  const central = (v: Sample | { value: number } | undefined) => (v === undefined ? NaN : 'value' in v ? v.value : v.medianMs);
+  const fmt = (x: number) => (Number.isNaN(x) ? '' : x >= 100 ? x.toFixed(0) : x.toFixed(2));
+  const table = rows.map((row) => {
+    const base = central(row.values.tabula);
+    const line: Record<string, string> = { case: row.case, unit: `${row.unit}${row.unit === 'KiB gzip' ? '' : ' (median / p95)'}` };
+    for (const [system, value] of Object.entries(row.values)) {
+      const c = central(value);
+      const p95 = value && 'p95Ms' in value ? ` / ${fmt(value.p95Ms)}` : '';
+      const ratio = system === 'tabula' ? '' : ` (${fmt(row.higherIsBetter ? base / c : c / base)}×)`;
+      line[system] = `${fmt(c)}${p95}${ratio}`;
+    }
+    return line;
+  });
+  console.log('\nTabula vs RxDB, TinyBase and raw Dexie (Chromium, on-disk profile); (n×) = the system\'s cost ÷ Tabula\'s (time, or inverse rate): above 1, Tabula is ahead');
+  console.table(table);
+
+  const med = (caseStart: string, system: string) => central(rows.find((row) => row.case.startsWith(caseStart))?.values[system as System]);
+  const goals: string[] = [];
+  for (const n of APPEND_SIZES) {
+    const c = `append 1 message, N = ${n.toLocaleString('en')}`;
+    goals.push(`${c}: Tabula ${(med(c, 'tabula') / med(c, 'dexie')).toFixed(2)}× raw Dexie (goal ≤ 1.3), ${(med(c, 'tabula') / med(c, 'rxdb')).toFixed(2)}× RxDB (goal < 1)`);
+  }
+  goals.push(`open + last 50: Tabula ${(med('new instance', 'tabula') / med('new instance', 'dexie')).toFixed(2)}× raw Dexie (goal ≤ 1.5)`);
+  goals.push(`bulk importSession: ${(med('bulk insert', 'tabula') / med('bulk insert', 'dexie')).toFixed(2)}× raw Dexie bulkAdd (goal ≥ 0.5)`);
+  goals.push(`bulk append(batch): ${(med('bulk insert', 'tabula (append batch)') / med('bulk insert', 'dexie')).toFixed(2)}× raw Dexie bulkAdd (goal ≥ 0.5)`);
+  goals.push(`cross-tab: Tabula ${(med('append in tab A', 'tabula') / med('append in tab A', 'rxdb')).toFixed(2)}× RxDB (goal ≤ 1), ${(med('append in tab A', 'tabula') / med('append in tab A', 'dexie')).toFixed(2)}× add + BroadcastChannel (goal ≤ 1.3)`);
+  goals.push(`JS: Tabula ${(med('JS for', 'tabula') / med('JS for', 'rxdb')).toFixed(2)}× RxDB (goal ≤ 1)`);
+  for (const goal of goals) console.log(goal);
+  console.log(`total ${((performance.now() - started) / 1000).toFixed(0)} s`);
+
+  writeResult('peers', {
+    title: 'Tabula vs RxDB 17.6 (Dexie storage), TinyBase 10 (IndexedDB persister) and raw Dexie 4.4.7, Chromium, on-disk profile, each system in its own origin',
+    method: `rounds interleaved across systems; bulk ${BULK_ROUNDS} rounds of ${BULK_N}; append ${APPEND_CHUNKS}×${APPEND_CHUNK} per N (1 per chunk for a system slower than ${SLOW_MS} ms); cross-tab ${XTAB_RUNS}; open ${OPEN_ROUNDS}×5 (1 per round when slow); messages of 209 characters; JS = the system module bundled by esbuild, minified, gzip -9`,
+    guarantees: GUARANTEES,
+    rows,
+    goals,
+  });
+} finally {
+  await context.close();
+  await Promise.all(servers.map(({ server }) => server.close()));
+  rmSync(profile, { recursive: true, force: true });
+}
