@@ -10,7 +10,7 @@
 import { hlcOf, parseHlc, subOrder } from '../core/hlc.js';
 import { emptyStateFields, type Op, type OpBody } from '../core/ops.js';
 import { assertNever } from '../core/errors.js';
-import { sessionRange, tombstoneKey, type MessageRow, type SessionRow, type TabulaDb } from './schema.js';
+import { removedMessageKey, removedMessagePrefix, sessionRange, tombstoneKey, type MessageRow, type SessionRow, type TabulaDb } from './schema.js';
 
 function wallMs(op: Op): number {
   return parseHlc(hlcOf(op.order)).wallMs;
@@ -32,6 +32,7 @@ async function deleteSessionRows(db: TabulaDb, userId: string, sessionId: string
     db.memory.where('[userId+sessionId+scope]').between(lower, upper).delete(),
     db.runs.where('[userId+sessionId+scope]').between(lower, upper).delete(),
     db.checkpoints.where('[userId+sessionId]').equals([userId, sessionId]).delete(),
+    db.meta.where('key').startsWith(removedMessagePrefix(userId, sessionId)).delete(),
   ]);
 }
 
@@ -68,6 +69,27 @@ function messageRow(op: Op, body: OpBody<'message.append'>): MessageRow {
     message: body.message,
     tokens: {},
   };
+}
+
+/**
+ * Removes a message and leaves a tombstone, in either arrival order: a
+ * remove applied before its append (sync delivers out of order) still
+ * keeps that append out. Returns false when it changed nothing.
+ */
+async function removeMessage(db: TabulaDb, row: SessionRow, op: Op & { kind: 'message.remove' }): Promise<boolean> {
+  // Ordered before a clear or restore: what it removed is gone already, and a restored copy must stay.
+  if (op.order < row.clearedBefore) return false;
+  const key = removedMessageKey(op.userId, op.sessionId, op.body.id);
+  const [tombstone, current] = await Promise.all([db.meta.get(key), db.messages.get([op.userId, op.sessionId, op.body.id])]);
+  if (tombstone && !current) return false;
+  if (!tombstone) row.removedMessages = (row.removedMessages ?? 0) + 1;
+  if (!tombstone || (typeof tombstone.value === 'string' && op.order > tombstone.value)) await db.meta.put({ key, value: op.order });
+  if (current) {
+    await db.messages.delete([op.userId, op.sessionId, op.body.id]);
+    row.messageCount -= 1;
+    invalidateTotals(row, current.order);
+  }
+  return true;
 }
 
 /**
@@ -166,6 +188,8 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
     case 'message.append': {
       // Appended before a clear or restore that has already been applied: that message is gone for good.
       if (op.order < row.clearedBefore) return false;
+      // Removed by a message.remove applied before this (replayed or late) append.
+      if (row.removedMessages && (await db.meta.get(removedMessageKey(op.userId, op.sessionId, op.body.id)))) return false;
       // add() refuses an id that is already stored (a replay); Dexie keeps the transaction alive when
       // the error is caught, so one request does what a get() and an add() did.
       const added = await db.messages.add(messageRow(op, op.body)).then(
@@ -283,6 +307,10 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       row.tokenTotals = {};
       break;
     }
+
+    case 'message.remove':
+      if (!(await removeMessage(db, row, op))) return false;
+      break;
 
     default:
       assertNever(op, 'op kind');
