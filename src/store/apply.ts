@@ -74,22 +74,26 @@ function messageRow(op: Op, body: OpBody<'message.append'>): MessageRow {
 /**
  * Removes a message and leaves a tombstone, in either arrival order: a
  * remove applied before its append (sync delivers out of order) still
- * keeps that append out. Returns false when it changed nothing.
+ * keeps that append out. The tombstone is recorded whatever the order, so
+ * replicas converge; returns false when the op changed nothing (a replay).
  */
 async function removeMessage(db: TabulaDb, row: SessionRow, op: Op & { kind: 'message.remove' }): Promise<boolean> {
-  // Ordered before a clear or restore: what it removed is gone already, and a restored copy must stay.
-  if (op.order < row.clearedBefore) return false;
   const key = removedMessageKey(op.userId, op.sessionId, op.body.id);
   const [tombstone, current] = await Promise.all([db.meta.get(key), db.messages.get([op.userId, op.sessionId, op.body.id])]);
-  if (tombstone && !current) return false;
+  let changed = false;
   if (!tombstone) row.removedMessages = (row.removedMessages ?? 0) + 1;
-  if (!tombstone || (typeof tombstone.value === 'string' && op.order > tombstone.value)) await db.meta.put({ key, value: op.order });
-  if (current) {
+  if (!tombstone || (typeof tombstone.value === 'string' && op.order > tombstone.value)) {
+    await db.meta.put({ key, value: op.order });
+    changed = true;
+  }
+  // A remove ordered before a clear or restore leaves the messages those put back (a restored copy stays).
+  if (current && op.order >= row.clearedBefore) {
     await db.messages.delete([op.userId, op.sessionId, op.body.id]);
     row.messageCount -= 1;
     invalidateTotals(row, current.order);
+    changed = true;
   }
-  return true;
+  return changed;
 }
 
 /**
