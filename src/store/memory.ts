@@ -14,7 +14,7 @@ import { newId } from './ids.js';
 import { toStoredMessage } from './stored.js';
 import { mapStorageError } from './errors.js';
 import { checkRow, type MemoryRow } from './schema.js';
-import type { Memory } from './types.js';
+import type { Memory, StoredMessage } from './types.js';
 import { assertOpen, commit, type StoreContext } from './writer.js';
 
 /** Checks a memory scope name: 1–128 characters. */
@@ -139,7 +139,7 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
           async appendMessages(messages) {
             if (!Array.isArray(messages)) throw new TabulaError('argument/invalid', `tx.appendMessages(messages) in ${where} takes an array of messages, got ${describeValue(messages)}.`);
             const parsed = messages.map((message, index) => parseMessage(message, `tx.appendMessages() in ${where}: message[${index}]`));
-            const stored = [];
+            const stored: StoredMessage[] = [];
             for (const message of parsed) {
               const op = await tx.emit('message.append', { id: newId(), createdAt: Date.now(), status: 'complete', message });
               if (op.kind === 'message.append') stored.push(toStoredMessage({ ...op.body, order: op.order }));
@@ -153,7 +153,7 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
                 throw new TabulaError('argument/invalid', `tx.removeMessages(ids) in ${where}: ids[${index}] must be a message id (a string of 1–128 characters, from a StoredMessage), got ${describeValue(id)}.`);
               }
             });
-            for (const id of ids) await tx.emit('message.remove', { id });
+            for (const id of ids as readonly string[]) await tx.emit('message.remove', { id });
           },
         });
       });

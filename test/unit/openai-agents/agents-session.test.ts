@@ -30,7 +30,7 @@ const user = (text: string): AgentInputItem => ({ role: 'user', content: text })
 const assistant = (text: string): AgentInputItem => ({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] });
 const call = (callId: string): AgentInputItem => ({ type: 'function_call', callId, name: 'lookup', arguments: `{"q":"${callId}"}`, status: 'completed' });
 const result = (callId: string): AgentInputItem => ({ type: 'function_call_result', callId, name: 'lookup', status: 'completed', output: { type: 'text', text: `found ${callId}` } });
-const toolCall = (callId: string) => ({ id: callId, type: 'function', function: { name: 'lookup', arguments: `{"q":"${callId}"}` } });
+const toolCall = (callId: string) => ({ id: callId, type: 'function' as const, function: { name: 'lookup', arguments: `{"q":"${callId}"}` } });
 
 /** The chat messages of the agents session's Tabula session, without their storage fields. */
 async function chatOf(agents: TabulaAgentsSession): Promise<Message[]> {
