@@ -88,6 +88,8 @@ const bodies = {
   'memory.delete': z.strictObject({ scope: z.string().min(1), key: z.string().min(1).max(128) }),
   'checkpoint.create': z.strictObject({ id: IdSchema, label: z.string().nullable(), at: z.number(), snapshot: CheckpointSnapshotSchema }),
   'checkpoint.restore': z.strictObject({ id: IdSchema, version: z.number().int().positive() }),
+  // Removes one message for good: a tombstone keeps a replayed or late append of that id from bringing it back.
+  'message.remove': z.strictObject({ id: IdSchema }),
 } as const;
 
 type Bodies = typeof bodies;

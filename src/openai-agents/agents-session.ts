@@ -8,13 +8,22 @@
  * Each method is one `memory.transact()`: a history transaction checks its
  * operation id and its expected suffix and applies its items in the same
  * IndexedDB transaction, so two tabs can never both apply one, and a failed
- * check writes nothing. It does not mirror items into `session.messages()`
- * (see the README): the store has no op that removes one message, which
- * `popItem()` and `replace_suffix` would need.
+ * check writes nothing.
+ *
+ * The items that have a chat equivalent (see `chat-messages.ts`) are kept
+ * in `session.messages()` too, in item order, by the same transaction that
+ * changes the items: Tabula's context tools and token counts see the same
+ * conversation. Under `c:<item key>` the scope records which message
+ * stands for the item group starting at that key, with a digest of it; each
+ * write re-derives the chat view and, from the first group that differs,
+ * removes the old messages (`message.remove`, tombstoned, so a replayed
+ * append cannot bring one back) and appends the new ones, so the session's
+ * messages follow pops, replaced suffixes and clears.
  */
 import type { AgentInputItem, SessionHistoryTransactionArgs, SessionHistoryTransactionAwareSession } from '@openai/agents-core';
 import { TabulaError, stableKey, type JsonValue, type MemoryTransaction, type Session, type Tabula } from '../index.js';
-import { ITEM_PREFIX, OPERATION_PREFIX, decodeItem, encodeItem, nextItemKeys, operationKey, shortHash } from './codec.js';
+import { toChatGroups } from './chat-messages.js';
+import { CHAT_PREFIX, ITEM_PREFIX, OPERATION_PREFIX, decodeItem, encodeItem, nextItemKeys, operationKey, shortHash } from './codec.js';
 
 /** Options of {@link TabulaAgentsSession}. */
 export interface TabulaAgentsSessionOptions {
@@ -40,6 +49,39 @@ function checkItems(items: unknown, what: string): AgentInputItem[] {
     }
   });
   return items as AgentInputItem[];
+}
+
+type ChatRecord = { id: string; digest: string };
+
+function isChatRecord(value: JsonValue | undefined): value is ChatRecord {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && typeof value.id === 'string' && typeof value.digest === 'string';
+}
+
+/**
+ * Brings the session's messages in line with the chat view of the items:
+ * keeps the leading groups whose record matches, removes the messages of
+ * the rest and appends the new ones after them, so messages keep item order.
+ */
+async function syncChatMessages(tx: MemoryTransaction): Promise<void> {
+  const items = await tx.entries(ITEM_PREFIX);
+  const wanted = toChatGroups(items.map(([, value]) => decodeItem(value) as AgentInputItem)).map(({ start, message }) => ({
+    key: `${CHAT_PREFIX}${items[start]![0]}`,
+    digest: shortHash(stableKey(message)),
+    message,
+  }));
+  const recorded = await tx.entries(CHAT_PREFIX);
+  let same = 0;
+  while (same < wanted.length && same < recorded.length) {
+    const [key, value] = recorded[same]!;
+    if (key !== wanted[same]!.key || !isChatRecord(value) || value.digest !== wanted[same]!.digest) break;
+    same++;
+  }
+  const stale = recorded.slice(same);
+  await tx.removeMessages(stale.flatMap(([, value]) => (isChatRecord(value) ? [value.id] : [])));
+  for (const [key] of stale) await tx.delete(key);
+  const fresh = wanted.slice(same);
+  const stored = await tx.appendMessages(fresh.map((group) => group.message));
+  for (let i = 0; i < fresh.length; i++) await tx.set(fresh[i]!.key, { id: stored[i]!.id, digest: fresh[i]!.digest } satisfies ChatRecord);
 }
 
 function writerTag(): string {
@@ -83,6 +125,15 @@ export class TabulaAgentsSession implements SessionHistoryTransactionAwareSessio
     return (await this.session()).memory(AGENTS_SCOPE).transact(fn);
   }
 
+  /** A write: `fn`, then the chat messages brought in line with the items, in one transaction. */
+  async #write<T>(fn: (tx: MemoryTransaction) => Promise<T>): Promise<T> {
+    return this.#transact(async (tx) => {
+      const result = await fn(tx);
+      await syncChatMessages(tx);
+      return result;
+    });
+  }
+
   static async #itemKeys(tx: MemoryTransaction): Promise<string[]> {
     return (await tx.keys()).filter((key) => key.startsWith(ITEM_PREFIX));
   }
@@ -107,12 +158,12 @@ export class TabulaAgentsSession implements SessionHistoryTransactionAwareSessio
   async addItems(items: AgentInputItem[]): Promise<void> {
     const encoded = checkItems(items, 'addItems(items)').map((item, index) => encodeItem(item, `addItems(items)[${index}]`));
     if (encoded.length === 0) return;
-    await this.#transact(async (tx) => this.#append(tx, await TabulaAgentsSession.#itemKeys(tx), encoded));
+    await this.#write(async (tx) => this.#append(tx, await TabulaAgentsSession.#itemKeys(tx), encoded));
   }
 
   /** Removes and returns the newest item; undefined when the history is empty. */
   async popItem(): Promise<AgentInputItem | undefined> {
-    const value = await this.#transact(async (tx) => {
+    const value = await this.#write(async (tx) => {
       const last = (await TabulaAgentsSession.#itemKeys(tx)).at(-1);
       if (last === undefined) return undefined;
       const stored = await tx.get(last);
@@ -122,9 +173,9 @@ export class TabulaAgentsSession implements SessionHistoryTransactionAwareSessio
     return value === undefined ? undefined : (decodeItem(value) as AgentInputItem);
   }
 
-  /** Drops every item and the record of applied history transactions. */
+  /** Drops every item, the chat messages that stood for them, and the record of applied history transactions. */
   async clearSession(): Promise<void> {
-    await this.#transact(async (tx) => {
+    await this.#write(async (tx) => {
       for (const key of await tx.keys()) if (key.startsWith(ITEM_PREFIX) || key.startsWith(OPERATION_PREFIX)) await tx.delete(key);
     });
   }
@@ -157,7 +208,7 @@ export class TabulaAgentsSession implements SessionHistoryTransactionAwareSessio
     }
     const digest = shortHash(stableKey(encoded));
     const key = operationKey(operationId);
-    await this.#transact(async (tx) => {
+    await this.#write(async (tx) => {
       const previous = await tx.get(key);
       if (previous !== undefined) {
         if (typeof previous === 'object' && previous !== null && !Array.isArray(previous) && previous.digest === digest) return;

@@ -3,11 +3,10 @@
  * chat equivalent, as Tabula `Message`s (user/assistant/system text, a
  * function call as an assistant `tool_calls` entry, its result as a `tool`
  * message). Reasoning, hosted-tool and other items have none and are left
- * out. Pure: use it to count tokens of a history or to build a
- * `WorkingContext` from it.
+ * out. Pure. `TabulaAgentsSession` keeps this view in `session.messages()`.
  */
 import type { AgentInputItem } from '@openai/agents-core';
-import { parseMessages, type ContentPart, type Message } from '../index.js';
+import { MessageSchema, deepFreeze, type ContentPart, type Message } from '../index.js';
 
 type Loose = Record<string, unknown>;
 
@@ -37,25 +36,45 @@ function resultText(output: unknown): string {
   return JSON.stringify(output) ?? '';
 }
 
+/** A chat message of an agent history and the index of the first item it comes from. */
+export interface ChatGroup {
+  /** Index in the items of the item that starts this message (a function call joins the message before it). */
+  start: number;
+  message: Message;
+}
+
+/**
+ * Maps agent items to chat messages, in order, each with the index of the
+ * item it starts at. Consecutive function calls join the assistant message
+ * before them, as the chat format groups them.
+ */
+export function toChatGroups(items: readonly AgentInputItem[]): ChatGroup[] {
+  const out: ChatGroup[] = [];
+  (items as readonly Loose[]).forEach((raw, index) => {
+    const previous = out.at(-1)?.message;
+    if (raw.type === 'function_call') {
+      const call = { id: str(raw.callId), type: 'function' as const, function: { name: str(raw.name), arguments: str(raw.arguments) } };
+      if (previous?.role === 'assistant') out[out.length - 1]!.message = { ...previous, tool_calls: [...(previous.tool_calls ?? []), call] };
+      else out.push({ start: index, message: { role: 'assistant', content: null, tool_calls: [call] } });
+    } else if (raw.type === 'function_call_result') {
+      out.push({ start: index, message: { role: 'tool', tool_call_id: str(raw.callId), content: resultText(raw.output) } });
+    } else if (raw.type === undefined || raw.type === 'message') {
+      if (raw.role === 'user') out.push({ start: index, message: { role: 'user', content: userContent(raw.content) } });
+      else if (raw.role === 'system') out.push({ start: index, message: { role: 'system', content: textOf(raw.content) } });
+      else if (raw.role === 'assistant') out.push({ start: index, message: { role: 'assistant', content: textOf(raw.content) } });
+    }
+  });
+  // An item too malformed for a chat message (a call without a callId or name) has no chat equivalent.
+  return out.flatMap((group) => {
+    const parsed = MessageSchema.safeParse(group.message);
+    return parsed.success ? [{ start: group.start, message: deepFreeze(parsed.data) }] : [];
+  });
+}
+
 /**
  * Maps agent items to chat messages, in order. Consecutive function calls
  * join the assistant message before them, as the chat format groups them.
  */
 export function toChatMessages(items: readonly AgentInputItem[]): Message[] {
-  const out: Message[] = [];
-  for (const raw of items as readonly Loose[]) {
-    const previous = out.at(-1);
-    if (raw.type === 'function_call') {
-      const call = { id: str(raw.callId), type: 'function' as const, function: { name: str(raw.name), arguments: str(raw.arguments) } };
-      if (previous?.role === 'assistant') out[out.length - 1] = { ...previous, tool_calls: [...(previous.tool_calls ?? []), call] };
-      else out.push({ role: 'assistant', content: null, tool_calls: [call] });
-    } else if (raw.type === 'function_call_result') {
-      out.push({ role: 'tool', tool_call_id: str(raw.callId), content: resultText(raw.output) });
-    } else if (raw.type === undefined || raw.type === 'message') {
-      if (raw.role === 'user') out.push({ role: 'user', content: userContent(raw.content) });
-      else if (raw.role === 'system') out.push({ role: 'system', content: textOf(raw.content) });
-      else if (raw.role === 'assistant') out.push({ role: 'assistant', content: textOf(raw.content) });
-    }
-  }
-  return parseMessages(out, 'chat view of agent items');
+  return toChatGroups(items).map((group) => group.message);
 }

@@ -101,6 +101,8 @@ export function nextItemKeys(last: string | undefined, count: number, tag: strin
 
 export const ITEM_PREFIX = 'i:';
 export const OPERATION_PREFIX = 'op:';
+/** Keys of the records of the chat messages that stand for item groups: `c:` + the group's first item key. */
+export const CHAT_PREFIX = 'c:';
 
 /** The key of an applied history transaction. */
 export function operationKey(operationId: string): string {

@@ -11,7 +11,7 @@ import { hlcOf, parseHlc, subOrder } from '../core/hlc.js';
 import { emptyStateFields, type Op, type OpBody } from '../core/ops.js';
 import { assertNever } from '../core/errors.js';
 import { Dexie } from 'dexie';
-import { sessionRange, tombstoneKey, type MessageRow, type SessionRow, type TabulaDb } from './schema.js';
+import { removedMessageKey, removedMessagePrefix, sessionRange, tombstoneKey, type MessageRow, type SessionRow, type TabulaDb } from './schema.js';
 
 function wallMs(op: Op): number {
   return parseHlc(hlcOf(op.order)).wallMs;
@@ -33,6 +33,7 @@ async function deleteSessionRows(db: TabulaDb, userId: string, sessionId: string
     db.memory.where('[userId+sessionId+scope]').between(lower, upper).delete(),
     db.runs.where('[userId+sessionId+scope]').between(lower, upper).delete(),
     db.checkpoints.where('[userId+sessionId]').equals([userId, sessionId]).delete(),
+    db.meta.where('key').startsWith(removedMessagePrefix(userId, sessionId)).delete(),
   ]);
 }
 
@@ -69,6 +70,31 @@ function messageRow(op: Op, body: OpBody<'message.append'>): MessageRow {
     message: body.message,
     tokens: {},
   };
+}
+
+/**
+ * Removes a message and leaves a tombstone, in either arrival order: a
+ * remove applied before its append (sync delivers out of order) still
+ * keeps that append out. The tombstone is recorded whatever the order, so
+ * replicas converge; returns false when the op changed nothing (a replay).
+ */
+async function removeMessage(db: TabulaDb, row: SessionRow, op: Op & { kind: 'message.remove' }): Promise<boolean> {
+  const key = removedMessageKey(op.userId, op.sessionId, op.body.id);
+  const [tombstone, current] = await Promise.all([db.meta.get(key), db.messages.get([op.userId, op.sessionId, op.body.id])]);
+  let changed = false;
+  if (!tombstone) row.removedMessages = (row.removedMessages ?? 0) + 1;
+  if (!tombstone || (typeof tombstone.value === 'string' && op.order > tombstone.value)) {
+    await db.meta.put({ key, value: op.order });
+    changed = true;
+  }
+  // A remove ordered before a clear or restore leaves the messages those put back (a restored copy stays).
+  if (current && op.order >= row.clearedBefore) {
+    await db.messages.delete([op.userId, op.sessionId, op.body.id]);
+    row.messageCount -= 1;
+    invalidateTotals(row, current.order);
+    changed = true;
+  }
+  return changed;
 }
 
 /**
@@ -151,20 +177,30 @@ export function applyAppends(db: TabulaDb, slot: SessionSlot, ops: readonly Appe
   // restore that has already been applied are gone for good.
   const candidates = row ? ops.filter((op) => op.order >= row.createdOrder && op.order >= row.clearedBefore) : [];
   if (!row || candidates.length === 0) return Dexie.Promise.resolve([]);
-  // add() refuses an id that is already stored (a replay, or twice in this batch: the first wins, as
-  // in sequence); Dexie keeps the transaction alive when the BulkError is caught.
-  return db.messages.bulkAdd(candidates.map((op) => messageRow(op, op.body))).then(
-    () => settle(slot, row, candidates),
-    (error: unknown) => {
-      if (!(error instanceof Dexie.BulkError)) throw error;
-      const refused = new Set<number>();
-      for (const [position, failure] of Object.entries(error.failuresByPos)) {
-        if (failure.name !== 'ConstraintError') throw error;
-        refused.add(Number(position));
-      }
-      return settle(slot, row, candidates.filter((_, index) => !refused.has(index)));
-    },
-  );
+  // A message that a message.remove has removed stays removed when a replayed or late append arrives;
+  // sessions that never removed one skip the look-up.
+  const live = row.removedMessages
+    ? db.meta
+        .bulkGet(candidates.map((op) => removedMessageKey(op.userId, op.sessionId, op.body.id)))
+        .then((removed) => candidates.filter((_, index) => removed[index] === undefined))
+    : Dexie.Promise.resolve(candidates);
+  return live.then((adds) => {
+    if (adds.length === 0) return [];
+    // add() refuses an id that is already stored (a replay, or twice in this batch: the first wins, as
+    // in sequence); Dexie keeps the transaction alive when the BulkError is caught.
+    return db.messages.bulkAdd(adds.map((op) => messageRow(op, op.body))).then(
+      () => settle(slot, row, adds),
+      (error: unknown) => {
+        if (!(error instanceof Dexie.BulkError)) throw error;
+        const refused = new Set<number>();
+        for (const [position, failure] of Object.entries(error.failuresByPos)) {
+          if (failure.name !== 'ConstraintError') throw error;
+          refused.add(Number(position));
+        }
+        return settle(slot, row, adds.filter((_, index) => !refused.has(index)));
+      },
+    );
+  });
 }
 
 /** Counts the added messages on the session row. */
@@ -337,6 +373,10 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       row.tokenTotals = {};
       break;
     }
+
+    case 'message.remove':
+      if (!(await removeMessage(db, row, op))) return false;
+      break;
 
     default:
       assertNever(op, 'op kind');

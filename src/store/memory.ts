@@ -8,9 +8,13 @@
 import { TabulaError, formatPath } from '../core/errors.js';
 import { KEY_MAX_LENGTH, checkName, findNameProblem } from '../core/names.js';
 import { assertSafeKey, findJsonProblem, type JsonValue } from '../core/json.js';
+import { parseMessage } from '../core/message.js';
+import { describeValue } from '../core/args.js';
+import { newId } from './ids.js';
+import { toStoredMessage } from './stored.js';
 import { mapStorageError } from './errors.js';
 import { checkRow, type MemoryRow } from './schema.js';
-import type { Memory } from './types.js';
+import type { Memory, StoredMessage } from './types.js';
 import { assertOpen, commit, type StoreContext } from './writer.js';
 
 /** Checks a memory scope name: 1–128 characters. */
@@ -131,6 +135,25 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
             // Validated only when wanted: a scope may hold many rows the caller filters out by prefix.
             for (const row of live) checkRow('memory', [userId, sessionId, scope, row.key], row);
             return live.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).map((row): [string, JsonValue] => [row.key, row.value]);
+          },
+          async appendMessages(messages) {
+            if (!Array.isArray(messages)) throw new TabulaError('argument/invalid', `tx.appendMessages(messages) in ${where} takes an array of messages, got ${describeValue(messages)}.`);
+            const parsed = messages.map((message, index) => parseMessage(message, `tx.appendMessages() in ${where}: message[${index}]`));
+            const stored: StoredMessage[] = [];
+            for (const message of parsed) {
+              const op = await tx.emit('message.append', { id: newId(), createdAt: Date.now(), status: 'complete', message });
+              if (op.kind === 'message.append') stored.push(toStoredMessage({ ...op.body, order: op.order }));
+            }
+            return stored;
+          },
+          async removeMessages(ids) {
+            if (!Array.isArray(ids)) throw new TabulaError('argument/invalid', `tx.removeMessages(ids) in ${where} takes an array of message ids, got ${describeValue(ids)}.`);
+            ids.forEach((id, index) => {
+              if (typeof id !== 'string' || id === '' || id.length > 128) {
+                throw new TabulaError('argument/invalid', `tx.removeMessages(ids) in ${where}: ids[${index}] must be a message id (a string of 1–128 characters, from a StoredMessage), got ${describeValue(id)}.`);
+              }
+            });
+            for (const id of ids as readonly string[]) await tx.emit('message.remove', { id });
           },
         });
       });

@@ -57,6 +57,8 @@ export interface SessionRow {
   lastOrder: string;
   forkOf: { userId: string; sessionId: string } | null;
   tokenTotals: Record<string, TokenTotal>;
+  /** How many message.remove tombstones the session has; while 0 (or absent), an append skips looking for one. */
+  removedMessages?: number;
 }
 
 export interface MessageRow {
@@ -189,6 +191,16 @@ export function tombstoneKey(userId: string, sessionId: string): string {
   return `deleted:${JSON.stringify([userId, sessionId])}`;
 }
 
+/** The meta key prefix of a session's removed-message tombstones. */
+export function removedMessagePrefix(userId: string, sessionId: string): string {
+  return `removed:${JSON.stringify([userId, sessionId])}:`;
+}
+
+/** The meta key of a removed message's tombstone (its value: the greatest order of a remove of it). */
+export function removedMessageKey(userId: string, sessionId: string, id: string): string {
+  return removedMessagePrefix(userId, sessionId) + id;
+}
+
 /** Bounds of a compound index range over one session: [userId, sessionId, *]. */
 export function sessionRange(userId: string, sessionId: string): [unknown[], unknown[]] {
   return [
@@ -218,6 +230,7 @@ const rowSchemas = {
     lastOrder: z.string(),
     forkOf: z.object({ userId: z.string(), sessionId: z.string() }).nullable(),
     tokenTotals: z.record(z.string(), z.object({ total: z.number(), upTo: z.string(), messages: z.number() })),
+    removedMessages: z.number().int().nonnegative().optional(),
   }),
   messages: z.object({
     id: z.string(),

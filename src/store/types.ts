@@ -88,6 +88,16 @@ export interface MemoryTransaction {
   keys(): Promise<string[]>;
   /** Live keys and their values, sorted by key, in one read; `prefix` keeps only keys that start with it. */
   entries(prefix?: string): Promise<[string, JsonValue][]>;
+  /**
+   * Appends messages to the session in this transaction (as `session.append()` does, so a memory
+   * write and the messages it stands for land together). Returns them as stored, with their ids.
+   */
+  appendMessages(messages: readonly Message[]): Promise<StoredMessage[]>;
+  /**
+   * Removes the session's messages with these ids in this transaction, for good: a replayed or late
+   * append of a removed id (from another tab, or sync) does not bring it back. Unknown ids are ignored.
+   */
+  removeMessages(ids: readonly string[]): Promise<void>;
 }
 
 /** A row of `tabula.sessions()`. */

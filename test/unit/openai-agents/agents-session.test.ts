@@ -2,15 +2,16 @@
  * TabulaAgentsSession: the SDK's own run() over several turns with a
  * scripted model (and a tool call), Tabula reopened between turns; two
  * instances on one database (two tabs); every history-transaction rule;
- * items deep-equal after a reload.
+ * items deep-equal after a reload; the chat view of the items kept in
+ * session.messages() in step with every change.
  */
 import { Agent, MemorySession, run, tool, type AgentInputItem } from '@openai/agents-core';
 import { ScriptedModel, assistantMessage, functionCall } from '@openai/agents-core/testing';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ApproxTokenCounter, openTabula } from '../../../src/index.js';
-import { TabulaAgentsSession } from '../../../src/openai-agents/index.js';
+import { ApproxTokenCounter, openTabula, type Message, type StoredMessage } from '../../../src/index.js';
+import { TabulaAgentsSession, toChatMessages } from '../../../src/openai-agents/index.js';
 import { uniqueName } from '../store/helpers.js';
 import { TEST_SEED } from '../seed.js';
 
@@ -27,6 +28,16 @@ function inputTexts(input: string | AgentInputItem[]): string[] {
 }
 
 const user = (text: string): AgentInputItem => ({ role: 'user', content: text });
+const assistant = (text: string): AgentInputItem => ({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] });
+const call = (callId: string): AgentInputItem => ({ type: 'function_call', callId, name: 'lookup', arguments: `{"q":"${callId}"}`, status: 'completed' });
+const result = (callId: string): AgentInputItem => ({ type: 'function_call_result', callId, name: 'lookup', status: 'completed', output: { type: 'text', text: `found ${callId}` } });
+const toolCall = (callId: string) => ({ id: callId, type: 'function' as const, function: { name: 'lookup', arguments: `{"q":"${callId}"}` } });
+
+/** The chat messages of the agents session's Tabula session, without their storage fields. */
+async function chatOf(agents: TabulaAgentsSession): Promise<Message[]> {
+  const stored = await (await agents.session()).messages();
+  return stored.map(({ id: _id, order: _order, status: _status, createdAt: _createdAt, ...message }: StoredMessage) => message);
+}
 const append = (items: AgentInputItem[]) => ({ type: 'append_items' as const, items });
 
 describe('run(agent, input, { session }) with a scripted model', () => {
@@ -78,6 +89,27 @@ describe('run(agent, input, { session }) with a scripted model', () => {
     const items = await new TabulaAgentsSession({ tabula, sessionId: 'trip' }).getItems();
     expect(items).toHaveLength(8);
     expect(items[4]).toMatchObject({ type: 'function_call_result', callId: 'call-1', output: { type: 'text', text: 'sunny in Lisbon' } });
+
+    // The same conversation in session.messages(), for Tabula's context tools and token counts.
+    const agents = new TabulaAgentsSession({ tabula, sessionId: 'trip' });
+    const chat = await chatOf(agents);
+    expect(chat).toEqual([
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: 'Hello! Where to?' },
+      { role: 'user', content: 'Weather in Lisbon?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call-1', type: 'function', function: { name: 'weather', arguments: '{"city":"Lisbon"}' } }] },
+      { role: 'tool', tool_call_id: 'call-1', content: 'sunny in Lisbon' },
+      { role: 'assistant', content: 'It is sunny in Lisbon.' },
+      { role: 'user', content: 'What did I ask?' },
+      { role: 'assistant', content: 'You asked about Lisbon.' },
+    ]);
+    const session = await agents.session();
+    expect(await session.messageCount()).toBe(8);
+    const tokens = await session.tokens();
+    expect(tokens).toBe(await new ApproxTokenCounter().count(chat));
+    // A popped item leaves the count too.
+    await agents.popItem();
+    expect(await session.tokens()).toBe(await new ApproxTokenCounter().count(chat.slice(0, -1)));
     await tabula.close();
   });
 });
@@ -155,6 +187,70 @@ describe('TabulaAgentsSession items', () => {
   });
 });
 
+describe('session.messages() holds the chat view of the items', () => {
+  it('follows popItem, replace_suffix and clearSession, in two instances and after a reload', async () => {
+    const name = uniqueName('agents');
+    const [a, b] = [await open(name), await open(name)];
+    const [sa, sb] = [new TabulaAgentsSession({ tabula: a, sessionId: 's' }), new TabulaAgentsSession({ tabula: b, sessionId: 's' })];
+    const reasoning = { type: 'reasoning', id: 'rs_1', content: [] } as AgentInputItem;
+    await sa.addItems([{ role: 'system', content: 'Be brief.' }, user('q'), reasoning, assistant('let me look'), call('c1'), call('c2')]);
+    // Consecutive calls of one turn join the assistant message before them; reasoning has no chat form.
+    expect(await chatOf(sb)).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'q' },
+      { role: 'assistant', content: 'let me look', tool_calls: [toolCall('c1'), toolCall('c2')] },
+    ]);
+
+    expect(await sb.popItem()).toEqual(call('c2'));
+    expect((await chatOf(sa)).at(-1)).toEqual({ role: 'assistant', content: 'let me look', tool_calls: [toolCall('c1')] });
+
+    await sa.applyHistoryTransaction({
+      operationId: 'op-r',
+      transaction: { type: 'replace_suffix', expectedSuffix: [assistant('let me look'), call('c1')], replacement: [call('c3'), result('c3'), assistant('done')] },
+    });
+    const expected: Message[] = [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'q' },
+      { role: 'assistant', content: null, tool_calls: [toolCall('c3')] },
+      { role: 'tool', tool_call_id: 'c3', content: 'found c3' },
+      { role: 'assistant', content: 'done' },
+    ];
+    expect(await chatOf(sb)).toEqual(expected);
+    expect(await (await sb.session()).messageCount()).toBe(5);
+    // A replayed transaction changes neither the items nor the messages.
+    await sb.applyHistoryTransaction({
+      operationId: 'op-r',
+      transaction: { type: 'replace_suffix', expectedSuffix: [assistant('let me look'), call('c1')], replacement: [call('c3'), result('c3'), assistant('done')] },
+    });
+    expect(await chatOf(sa)).toEqual(expected);
+
+    await Promise.all([a.close(), b.close()]);
+    const reopened = await open(name);
+    const sr = new TabulaAgentsSession({ tabula: reopened, sessionId: 's' });
+    expect(await chatOf(sr)).toEqual(expected);
+    expect(toChatMessages(await sr.getItems())).toEqual(expected);
+    expect(await sr.getItems()).toStrictEqual([{ role: 'system', content: 'Be brief.' }, user('q'), reasoning, call('c3'), result('c3'), assistant('done')]);
+
+    // clearSession removes the messages that stood for items, and only those.
+    await (await sr.session()).append({ role: 'user', content: 'written by the app' });
+    await sr.clearSession();
+    expect(await chatOf(sr)).toEqual([{ role: 'user', content: 'written by the app' }]);
+    expect(await sr.getItems()).toEqual([]);
+    await reopened.close();
+  });
+
+  it('a failed history transaction leaves the messages as they were', async () => {
+    const tabula = await open(uniqueName('agents'));
+    const agents = new TabulaAgentsSession({ tabula, sessionId: 's' });
+    await agents.addItems([user('a'), assistant('b')]);
+    const before = await (await agents.session()).messages();
+    const attempt = agents.applyHistoryTransaction({ operationId: 'op-x', transaction: { type: 'replace_suffix', expectedSuffix: [user('zz')], replacement: [user('c')] } });
+    await expect(attempt).rejects.toMatchObject({ code: 'session/conflict' });
+    expect(await (await agents.session()).messages()).toEqual(before);
+    await tabula.close();
+  });
+});
+
 describe('applyHistoryTransaction', () => {
   it('applies append_items once per operation id', async () => {
     const tabula = await open(uniqueName('agents'));
@@ -227,7 +323,9 @@ describe('TabulaAgentsSession behaves as the SDK MemorySession (seeded model-bas
     | { kind: 'append'; op: number; texts: string[] }
     | { kind: 'replace'; op: number; suffix: number; tweak: boolean; texts: string[] }
     | { kind: 'get'; limit: number | undefined };
-  const texts = fc.array(fc.constantFrom('a', 'b', 'c'), { maxLength: 3 });
+  // Kinds of item: u = user text, a = assistant text, c = function call, r = its result.
+  const texts = fc.array(fc.constantFrom('u', 'a', 'c', 'c', 'r'), { maxLength: 3 });
+  const item = (kind: string): AgentInputItem => (kind === 'u' ? user('u') : kind === 'a' ? assistant('a') : kind === 'c' ? call('k') : result('k'));
   const action: fc.Arbitrary<Action> = fc.oneof(
     fc.record({ kind: fc.constant('add' as const), texts }),
     fc.record({ kind: fc.constant('pop' as const) }),
@@ -239,7 +337,7 @@ describe('TabulaAgentsSession behaves as the SDK MemorySession (seeded model-bas
 
   const seed = TEST_SEED;
 
-  it(`seed ${seed}: same items and same failures for random operation sequences`, async () => {
+  it(`seed ${seed}: same items and same failures for random operation sequences, and messages() = the items' chat view`, async () => {
     console.log(`[agents-session model test] seed ${seed} (replay with TABULA_SEED=${seed})`);
     const tabula = await open(uniqueName('agents'));
     let round = 0;
@@ -254,19 +352,20 @@ describe('TabulaAgentsSession behaves as the SDK MemorySession (seeded model-bas
             const [x, y] = [await settle(fn(ours)), await settle(fn(reference))];
             expect(x, JSON.stringify(a)).toEqual(y);
           };
-          if (a.kind === 'add') await both((s) => s.addItems(a.texts.map(user)));
+          if (a.kind === 'add') await both((s) => s.addItems(a.texts.map(item)));
           else if (a.kind === 'pop') await both((s) => s.popItem());
           else if (a.kind === 'clear') await both((s) => s.clearSession());
           else if (a.kind === 'get') await both((s) => s.getItems(a.limit));
-          else if (a.kind === 'append') await both((s) => s.applyHistoryTransaction({ operationId: `op${a.op}`, transaction: append(a.texts.map(user)) }));
+          else if (a.kind === 'append') await both((s) => s.applyHistoryTransaction({ operationId: `op${a.op}`, transaction: append(a.texts.map(item)) }));
           else {
             const current = await reference.getItems();
             const expectedSuffix = current.slice(current.length - Math.min(a.suffix, current.length));
             if (a.tweak) expectedSuffix.unshift(user('z'));
             await both((s) =>
-              s.applyHistoryTransaction({ operationId: `op${a.op}`, transaction: { type: 'replace_suffix', expectedSuffix, replacement: a.texts.map(user) } }),
+              s.applyHistoryTransaction({ operationId: `op${a.op}`, transaction: { type: 'replace_suffix', expectedSuffix, replacement: a.texts.map(item) } }),
             );
           }
+          expect(await chatOf(ours), JSON.stringify(a)).toEqual(toChatMessages(await reference.getItems()));
         }
         expect(await ours.getItems()).toEqual(await reference.getItems());
       }),
