@@ -1,5 +1,5 @@
 /**
- * `tabula`: the browser entry. It re-exports the pure core; the IndexedDB
+ * `tabula-sdk`: the browser entry. It re-exports the pure core; the IndexedDB
  * store, the blackboard and the worker token counter are added here as they
  * land. Importing it opens nothing: every resource is opened by a factory.
  */

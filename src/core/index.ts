@@ -1,5 +1,5 @@
 /**
- * `tabula/core`: the pure part of Tabula. No DOM, no IndexedDB, no workers;
+ * `tabula-sdk/core`: the pure part of Tabula. No DOM, no IndexedDB, no workers;
  * it runs in any JavaScript runtime and has zod as its only dependency.
  */
 export { TabulaError, isTabulaError, assertNever, describeIssues, formatPath } from './errors.js';
@@ -18,6 +18,7 @@ export {
   structuralEqual,
 } from './json.js';
 export type { DeepReadonly, JsonObject, JsonValue } from './json.js';
+export { shortHash } from './hash.js';
 export { ID_MAX_LENGTH, KEY_MAX_LENGTH, checkName, findNameProblem, nameSchema } from './names.js';
 export { MessageSchema, messageText, parseMessage, parseMessages } from './message.js';
 export type { ContentPart, Message, Role, ToolCall } from './message.js';

@@ -12,6 +12,7 @@
  * the 128-character key limit; every record also carries its parts in full.
  */
 import * as z from 'zod';
+import { shortHash } from '../index.js';
 
 /** A serialized value: `serde.dumpsTyped` output, as JSON (text kept as text, bytes as base64). */
 export const SerializedSchema = z.union([
@@ -56,22 +57,6 @@ export type BlobRecord = { channel: string; version: string | number; value: Ser
 
 /** The thread index entry: which thread a scope holds. */
 export const ThreadRecordSchema = z.strictObject({ threadId: z.string() });
-
-/**
- * A 64-bit FNV-1a hash as 16 hex digits. Not for security: it keeps keys
- * short; records carry their real ids, and a reader checks them.
- */
-export function shortHash(text: string): string {
-  let h1 = 0x811c9dc5;
-  let h2 = 0x01000193;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    h1 = Math.imul(h1 ^ c, 0x01000193) >>> 0;
-    h2 = Math.imul(h2 ^ c, 0x5bd1e995) >>> 0;
-    h2 = (h2 ^ (h1 >>> 13)) >>> 0;
-  }
-  return h1.toString(16).padStart(8, '0') + h2.toString(16).padStart(8, '0');
-}
 
 /** A key part that is safe between `:` separators and short: kept when plain, hashed otherwise. */
 function part(text: string, max: number): string {

@@ -5,7 +5,7 @@
  * which is stored as `{ "$bytes": base64 }`. Fields whose value is
  * `undefined` are dropped, as JSON would drop them.
  */
-import { TabulaError, type JsonValue } from '../index.js';
+import { TabulaError, shortHash, type JsonValue } from '../index.js';
 
 const BYTES = '$bytes';
 
@@ -53,19 +53,6 @@ export function decodeItem(value: JsonValue): unknown {
     return out;
   }
   return value;
-}
-
-/** A 64-bit FNV-style hash as 16 hex digits: short keys and digests, not security. */
-export function shortHash(text: string): string {
-  let h1 = 0x811c9dc5;
-  let h2 = 0x01000193;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    h1 = Math.imul(h1 ^ c, 0x01000193) >>> 0;
-    h2 = Math.imul(h2 ^ c, 0x5bd1e995) >>> 0;
-    h2 = (h2 ^ (h1 >>> 13)) >>> 0;
-  }
-  return h1.toString(16).padStart(8, '0') + h2.toString(16).padStart(8, '0');
 }
 
 const TIME_DIGITS = 9;

@@ -1,0 +1,15 @@
+import { describe, expect, it } from 'vitest';
+import { shortHash } from '../../../src/core/index.js';
+
+describe('shortHash', () => {
+  it('is 16 lowercase hex digits, stable across runs (keys stored by the integrations depend on it)', () => {
+    expect(shortHash('')).toBe('811c9dc501000193');
+    expect(shortHash('thread-1')).toBe('1d7bee7f598eda73');
+    expect(shortHash('a long key '.repeat(100))).toMatch(/^[0-9a-f]{16}$/);
+  });
+
+  it('tells apart strings that differ in one code unit, in order, or in length', () => {
+    const inputs = ['ab', 'ba', 'abc', 'abd', 'ab\u0000', '\ud83d\ude00', '\ud83d\ude01'];
+    expect(new Set(inputs.map(shortHash)).size).toBe(inputs.length);
+  });
+});
