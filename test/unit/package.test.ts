@@ -88,7 +88,7 @@ describe('package', () => {
     expect(readFileSync(`${root}LICENSE`, 'utf8')).toMatch(/^MIT License\n\nCopyright \(c\) 2026 Tabula contributors\n/);
     expect(pkg.license).toBe('MIT');
     expect(pkg.keywords.length).toBeGreaterThan(0);
-  });
+  }, 60_000);
 
   it('takes yjs, y-protocols and dexie as caret-ranged peers, so an app and Tabula share one copy', () => {
     // Integrations add their framework as a peer too, always optional: an app without React must install cleanly.

@@ -65,13 +65,15 @@ const calls: Call[] = [
 ];
 
 const jsonValue = fc.jsonValue({ maxDepth: 3 }) as fc.Arbitrary<JsonValue>;
+// `__proto__` is refused as a key everywhere (its own test covers that); generated content must be storable.
+const withoutProtoKey = (content: Record<string, JsonValue>): boolean => !JSON.stringify(content).includes('"__proto__"');
 
 describe('Blackboard: wrong arguments (class-wide, seeded)', () => {
   it(`every method refuses every wrong argument with a TabulaError and changes nothing (seed ${seed})`, () => {
     console.log(`[blackboard arguments] seed ${seed} (replay with TABULA_SEED=${seed})`);
     fc.assert(
       // Every (method, wrong argument) pair on every generated board: random content, exhaustive calls.
-      fc.property(fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), jsonValue, { maxKeys: 5 }), (content) => {
+      fc.property(fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), jsonValue, { maxKeys: 5 }).filter(withoutProtoKey), (content) => {
         for (const call of calls) {
           const doc = new Y.Doc();
           const board = createBlackboard({ doc });
