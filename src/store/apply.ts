@@ -13,7 +13,10 @@
  * - the journal watermark is the greatest one committed, capped by the
  *   entries present, so a commit may arrive before its entries.
  * Session lives are the exception: a session.create must reach a replica
- * before the ops made after it (sync delivers each device's ops in order).
+ * before the ops made after it (sync delivers each device's ops in order),
+ * and a delete followed by a create again on one device, while another
+ * device created the same session id concurrently, does not converge yet
+ * (that needs each op to name the life it belongs to).
  */
 import { hlcOf, parseHlc, subOrder } from '../core/hlc.js';
 import { emptyStateFields, type MessageStatus, type Op, type OpBody, type StateFields } from '../core/ops.js';

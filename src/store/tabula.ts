@@ -14,6 +14,7 @@ import { createTokenCounter } from '../tokens/counter.js';
 import { createChangeFeed, type SessionChange } from './changes.js';
 import { createRunCoordinator } from './coordinator.js';
 import { platformLocks } from './locks.js';
+import type { SyncAdapter, SyncEngine, SyncHandle } from './sync-host.js';
 import { createRecovery } from './recovery.js';
 import { mapStorageError } from './errors.js';
 import { parseSessionExport, type SessionExport } from './export.js';
@@ -34,6 +35,8 @@ export interface OpenTabulaOptions {
    * @default the worker counter (o200k_base, shared worker) where Worker exists, else ApproxTokenCounter
    */
   tokenCounter?: TokenCounter;
+  /** Keeps this user's sessions on a sync server: `httpSync({ url, token })` from `tabula-sdk/sync`. */
+  sync?: SyncAdapter;
   /** Receives problems that are reported, not thrown: a malformed message from another tab, a failed cache write. @default console.warn */
   onError?: (error: TabulaError) => void;
 }
@@ -67,6 +70,8 @@ export interface Tabula {
    * function. `session.subscribe()` listens to one session.
    */
   subscribe(listener: (change: SessionChange) => void): () => void;
+  /** Sync controls and status; null without `openTabula({ sync })`. */
+  readonly sync: SyncHandle | null;
   close(): Promise<void>;
 }
 
@@ -110,6 +115,20 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     }),
     closed: false,
   };
+  let engine: SyncEngine | null = null;
+  if (options.sync) {
+    store.sync = { userId: defaultUserId, nudge: () => engine?.nudge() };
+    engine = options.sync.start({
+      db,
+      name,
+      userId: defaultUserId,
+      locks: platformLocks(),
+      onError,
+      publish: (changes) => {
+        for (const change of changes) store.feed.publish(change, 'remote');
+      },
+    });
+  }
   const recovery = createRecovery(store);
   const handles = createHandleTracker(onError);
 
@@ -249,8 +268,11 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       }
     },
 
+    sync: engine,
+
     async close() {
       if (store.closed) return;
+      await engine?.close();
       // An unfinished stream is interrupted, not left dangling: its text so far is kept.
       await Promise.all([...store.openStreams].map((stream) => stream.abort().catch(() => undefined)));
       await handles.closeAll();
