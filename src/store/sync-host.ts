@@ -6,6 +6,7 @@
  */
 import type { TabulaError } from '../core/errors.js';
 import type { OpKind } from '../core/ops.js';
+import type { SaveConflictInfo } from './changes.js';
 import type { Locks } from './locks.js';
 import type { TabulaDb } from './schema.js';
 
@@ -21,7 +22,9 @@ export interface SyncHost {
   readonly locks: Locks;
   readonly onError: (error: TabulaError) => void;
   /** Announces sessions changed by pulled ops, to this tab and the others (origin 'remote'). */
-  publish(changes: readonly { userId: string; sessionId: string; kinds: readonly OpKind[] }[]): void;
+  publish(changes: readonly { userId: string; sessionId: string; kinds: readonly OpKind[]; conflict?: SaveConflictInfo }[]): void;
+  /** True when an order key was made by a clock of this profile (a save made here). */
+  isLocalOrder(order: string): Promise<boolean>;
 }
 
 /** The status of sync, as `tabula.sync.status()` reports it. */

@@ -5,7 +5,7 @@
  */
 import type { z } from 'zod';
 import { TabulaError } from '../core/errors.js';
-import { createHlc } from '../core/hlc.js';
+import { createHlc, hlcOf, parseHlc } from '../core/hlc.js';
 import { checkName } from '../core/names.js';
 import { checkOptions, describeValue } from '../core/args.js';
 import { ApproxTokenCounter, type TokenCounter } from '../core/tokens.js';
@@ -75,6 +75,9 @@ export interface Tabula {
   close(): Promise<void>;
 }
 
+/** Meta keys naming the clocks of this profile's tabs that wrote with sync on. */
+const LOCAL_CLOCK_PREFIX = 'sync:clock:';
+
 const checkId = (value: unknown, what: string): string => checkName(value, what);
 
 /** Opens (creating or upgrading) the Tabula database `name`. */
@@ -118,12 +121,15 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   let engine: SyncEngine | null = null;
   if (options.sync) {
     store.sync = { userId: defaultUserId, nudge: () => engine?.nudge() };
+    // This tab's clock id, so that a save made here is recognised when another device's save beats it.
+    await db.meta.put({ key: `${LOCAL_CLOCK_PREFIX}${store.clock.clientId}`, value: true });
     engine = options.sync.start({
       db,
       name,
       userId: defaultUserId,
       locks: platformLocks(),
       onError,
+      isLocalOrder: async (order) => (await db.meta.get(`${LOCAL_CLOCK_PREFIX}${parseHlc(hlcOf(order)).clientId}`)) !== undefined,
       publish: (changes) => {
         for (const change of changes) store.feed.publish(change, 'remote');
       },

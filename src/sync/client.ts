@@ -6,12 +6,13 @@
  * `flush()` runs one push-and-pull itself. Server data is validated before
  * anything is written: a bad page changes nothing and is reported.
  *
- * Not yet here (issue 12): blackboard sync, the `/v1/events` stream (this
- * polls), and the `conflict` change for a lost same-version save.
+ * Not yet here (issue 12): blackboard sync and the `/v1/events` stream
+ * (this polls).
  */
 import { TabulaError } from '../core/errors.js';
 import type { Op, OpKind } from '../core/ops.js';
-import { applyOps } from '../store/apply.js';
+import { applyOps, type SaveConflict } from '../store/apply.js';
+import type { SaveConflictInfo } from '../store/changes.js';
 import { sessionTables } from '../store/schema.js';
 import type { SyncAdapter, SyncEngine, SyncHost, SyncStatus } from '../store/sync-host.js';
 import { DEFAULT_SYNC_LIMITS, ErrorResponseSchema, PullResponseSchema, PushResponseSchema, SYNC_PATHS, parseWire, type PushItem } from './protocol.js';
@@ -164,19 +165,27 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
         }
         if (item.clientId !== id) ops.push(item.op);
       }
+      const conflicts: SaveConflict[] = [];
       const applied = await db.transaction('rw', sessionTables(db), async () => {
-        const done = await applyOps(db, ops);
+        const done = await applyOps(db, ops, conflicts);
         if (page.cursor !== null) await db.meta.put({ key: CURSOR_KEY, value: page.cursor });
         return done;
       });
-      const bySession = new Map<string, { userId: string; sessionId: string; kinds: Set<OpKind> }>();
-      for (const op of applied) {
-        const key = JSON.stringify([op.userId, op.sessionId]);
-        const entry = bySession.get(key) ?? { userId: op.userId, sessionId: op.sessionId, kinds: new Set<OpKind>() };
-        entry.kinds.add(op.kind);
+      const bySession = new Map<string, { userId: string; sessionId: string; kinds: Set<OpKind>; conflict?: SaveConflictInfo }>();
+      const entryOf = (userId: string, sessionId: string) => {
+        const key = JSON.stringify([userId, sessionId]);
+        const entry = bySession.get(key) ?? { userId, sessionId, kinds: new Set<OpKind>() };
         bySession.set(key, entry);
+        return entry;
+      };
+      for (const op of applied) entryOf(op.userId, op.sessionId).kinds.add(op.kind);
+      // Only the device whose save lost hears of it; the others just see the winner.
+      for (const { userId, sessionId, lost, won } of conflicts) {
+        if (await host.isLocalOrder(lost.order)) entryOf(userId, sessionId).conflict = { version: lost.version, local: lost.state, remote: won.state };
       }
-      if (bySession.size > 0) host.publish([...bySession.values()].map((c) => ({ userId: c.userId, sessionId: c.sessionId, kinds: [...c.kinds] })));
+      if (bySession.size > 0) {
+        host.publish([...bySession.values()].map(({ kinds, ...change }) => ({ ...change, kinds: [...kinds] })));
+      }
       if (!page.more) return;
     }
   };

@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createSyncServer, sqliteStore, type ServerStore, type SyncServer } from '../../../src/server/index.js';
 import { createDb, sessionTables } from '../../../src/store/schema.js';
 import { httpSync } from '../../../src/sync/index.js';
-import { PrefixContext, type Tabula } from '../../../src/index.js';
+import { PrefixContext, type SessionChange, type Tabula } from '../../../src/index.js';
 import { SECRET, tokenFor, uniqueUser } from '../../server/helpers.js';
 import { freshTabula, uniqueName } from '../store/helpers.js';
 import { testSeed } from '../seed.js';
@@ -103,6 +103,47 @@ describe('httpSync', () => {
     await bob.sync?.flush();
     expect(await bob.sessions()).toEqual([]);
     for (const d of [one, two, three, bob]) await d.close();
+  });
+
+  it('the device whose save lost to a save of the same version hears of it, with both states', { timeout: 30_000 }, async () => {
+    const server = startServer();
+    const alice = uniqueUser('alice');
+    const [one, two, three] = [await device(server, alice), await device(server, alice), await device(server, alice)];
+    const s1 = await one.session('s');
+    await one.sync?.flush();
+    await two.sync?.flush();
+    await three.sync?.flush();
+    const s2 = await two.session('s');
+    const s3 = await three.session('s');
+    const heard: { device: string; conflict: NonNullable<SessionChange['conflict']> }[] = [];
+    for (const [name, session] of [['one', s1], ['two', s2], ['three', s3]] as const) {
+      session.subscribe((change) => {
+        if (change.conflict) heard.push({ device: name, conflict: change.conflict });
+      });
+    }
+    await s1.save({ tasks: 'one' });
+    await s2.save({ tasks: 'two' });
+    // The losing save reaches the server first, so the third device applies it and then sees it replaced:
+    // a save it did not make, which it must not report.
+    const orderOf = async (name: string) => {
+      const db = createDb(name);
+      const row = await db.sessions.get([alice, 's']);
+      db.close();
+      return row?.versionOrder ?? '';
+    };
+    const loser = (await orderOf(one.name)) < (await orderOf(two.name)) ? 'one' : 'two';
+    const [first, second] = loser === 'one' ? [one, two] : [two, one];
+    await first.sync?.flush();
+    await second.sync?.flush();
+    await flushAll([one, two, three]);
+    const winner = await s1.state();
+    expect(await s2.state()).toEqual(winner);
+    expect(await s3.state()).toEqual(winner);
+    expect(winner.tasks).not.toBe(loser);
+    expect(heard).toEqual([
+      { device: loser, conflict: { version: 1, local: expect.objectContaining({ tasks: loser }) as unknown, remote: expect.objectContaining({ tasks: winner.tasks }) as unknown } },
+    ]);
+    for (const d of [one, two, three]) await d.close();
   });
 
   it('refuses a pull page with another user’s op, changes nothing, and reports it', { timeout: 30_000 }, async () => {
