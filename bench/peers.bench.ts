@@ -17,9 +17,8 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { createServer, type ViteDevServer } from 'vite';
 import { chromiumLaunchOptions, missingChromiumMessage } from '../scripts/chromium.mjs';
-import { callPage } from './lib/browser.js';
+import { callPage, openBenchPage, serveRepository } from './lib/browser.js';
 import { summarise, type Sample } from './lib/measure.js';
 import { writeResult } from './lib/report.js';
 
@@ -44,33 +43,9 @@ const GUARANTEES: Record<System, string> = {
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 
-async function serve(): Promise<{ server: ViteDevServer; url: string }> {
-  const server = await createServer({
-    configFile: false,
-    root,
-    logLevel: 'error',
-    server: {
-      host: '127.0.0.1',
-      port: 0,
-      headers: { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' },
-      hmr: false,
-      watch: { ignored: ['**/*'] },
-    },
-    optimizeDeps: { include: ['rxdb', 'rxdb/plugins/storage-dexie', 'tinybase', 'tinybase/persisters/persister-indexed-db', 'dexie', 'yjs', 'zod'] },
-  });
-  await server.listen();
-  const address = server.httpServer?.address();
-  if (!address || typeof address === 'string') throw new Error('Vite did not report a port');
-  return { server, url: `http://127.0.0.1:${address.port}` };
-}
-
-async function openPage(context: BrowserContext, url: string): Promise<Page> {
-  const page = await context.newPage();
-  page.on('pageerror', (error) => console.error(`[page error] ${error.message}`));
-  await page.goto(url);
-  await page.waitForFunction(() => (window as unknown as { benchReady?: boolean }).benchReady === true, undefined, { timeout: 120_000 });
-  return page;
-}
+const serve = () =>
+  serveRepository({ optimizeDeps: ['rxdb', 'rxdb/plugins/storage-dexie', 'tinybase', 'tinybase/persisters/persister-indexed-db', 'dexie', 'yjs', 'zod'] });
+const openPage = (context: BrowserContext, url: string): Promise<Page> => openBenchPage(context, url, 120_000);
 
 /**
  * JS for what the page used: the system module bundled by esbuild with code

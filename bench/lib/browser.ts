@@ -25,9 +25,12 @@ export interface BenchBrowser {
   close(): Promise<void>;
 }
 
-export async function startBenchBrowser(): Promise<BenchBrowser> {
-  const missing = missingChromiumMessage();
-  if (missing) throw new Error(missing);
+/**
+ * Serves the repository with Vite on a free loopback port. `optimizeDeps`
+ * pre-bundles the named packages (a page that imports many peers would
+ * otherwise reload while Vite discovers them).
+ */
+export async function serveRepository(options: { optimizeDeps?: string[] } = {}): Promise<{ server: ViteDevServer; url: string }> {
   const root = fileURLToPath(new URL('../../', import.meta.url));
   const server: ViteDevServer = await createServer({
     configFile: false,
@@ -42,24 +45,34 @@ export async function startBenchBrowser(): Promise<BenchBrowser> {
       hmr: false,
       watch: { ignored: ['**/*'] },
     },
+    ...(options.optimizeDeps ? { optimizeDeps: { include: options.optimizeDeps } } : {}),
   });
   await server.listen();
   const address = server.httpServer?.address();
   if (!address || typeof address === 'string') throw new Error('Vite did not report a port');
-  const baseUrl = `http://127.0.0.1:${address.port}`;
+  return { server, url: `http://127.0.0.1:${address.port}` };
+}
+
+/** Opens `url` in a new page of `context` and waits for `window.benchReady`. */
+export async function openBenchPage(context: BrowserContext, url: string, timeoutMs = 60_000): Promise<Page> {
+  const page = await context.newPage();
+  page.on('pageerror', (error) => console.error(`[page error] ${error.message}`));
+  await page.goto(url);
+  await page.waitForFunction(() => (window as unknown as { benchReady?: boolean }).benchReady === true, undefined, { timeout: timeoutMs });
+  return page;
+}
+
+export async function startBenchBrowser(): Promise<BenchBrowser> {
+  const missing = missingChromiumMessage();
+  if (missing) throw new Error(missing);
+  const { server, url: baseUrl } = await serveRepository();
   const browser = await chromium.launch(chromiumLaunchOptions());
   const context = await browser.newContext();
   return {
     browser,
     context,
     baseUrl,
-    async open(path) {
-      const page = await context.newPage();
-      page.on('pageerror', (error) => console.error(`[page error] ${error.message}`));
-      await page.goto(`${baseUrl}${path}`);
-      await page.waitForFunction(() => (window as unknown as { benchReady?: boolean }).benchReady === true, undefined, { timeout: 60_000 });
-      return page;
-    },
+    open: (path) => openBenchPage(context, `${baseUrl}${path}`),
     async close() {
       await context.close();
       await browser.close();
