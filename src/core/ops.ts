@@ -78,7 +78,15 @@ const bodies = {
   'session.delete': z.strictObject({}),
   'session.clear': z.strictObject({}),
   'message.append': z.strictObject({ id: IdSchema, createdAt: z.number(), status: MessageStatusSchema, message: MessageSchema }),
-  'message.update': z.strictObject({ id: IdSchema, status: MessageStatusSchema, message: MessageSchema }),
+  // `order` and `createdAt` repeat the message's append, so an update that reaches a replica before
+  // its append still stores the message (older ops without them are applied only after the append).
+  'message.update': z.strictObject({
+    id: IdSchema,
+    status: MessageStatusSchema,
+    message: MessageSchema,
+    order: OrderKeySchema.optional(),
+    createdAt: z.number().optional(),
+  }),
   'prefix.set': z.strictObject({ prefix: PrefixDataSchema }),
   'state.save': z.strictObject({ version: z.number().int().positive(), patch: StatePatchSchema }),
   'journal.append': z.strictObject({ entries: z.array(JsonValueSchema).min(1) }),

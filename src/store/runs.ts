@@ -152,7 +152,7 @@ export function createRunner(deps: RunnerDeps) {
           `Run ${record.runId} was rolled back: its context changes`,
           ' Nothing of its context was saved; notes, memory and messages stay.',
         );
-        await tx.emit('state.save', { version: row.version + 1, patch: { context } });
+        await tx.emit('state.save', { version: row.version + 1, patch: { ...row.state, context } });
       }
       await db.runs.put({ ...record, status, endedAt: Date.now() });
     });

@@ -51,6 +51,10 @@ export interface SessionRow {
   messageCount: number;
   journalCount: number;
   journalWatermark: number;
+  /** The greatest watermark a journal.commit asked for; the watermark is this, capped by journalCount (a commit may arrive before its entries). */
+  journalCommitted?: number;
+  /** Order key of the state.save or checkpoint.restore that set `version` ('' = none): saves win by (version, order). */
+  versionOrder?: string;
   createdAt: number;
   updatedAt: number;
   /** The greatest op order applied to this session; new local ops sort after it. */
@@ -71,6 +75,8 @@ export interface MessageRow {
   message: Message;
   /** Cached token counts by counter name. */
   tokens: Record<string, number>;
+  /** Order key of the message.update that wrote status and message (absent: the append did). */
+  updateOrder?: string;
 }
 
 export interface JournalRow {
@@ -225,6 +231,8 @@ const rowSchemas = {
     messageCount: z.number().int().nonnegative(),
     journalCount: z.number().int().nonnegative(),
     journalWatermark: z.number().int().nonnegative(),
+    journalCommitted: z.number().int().nonnegative().optional(),
+    versionOrder: z.string().optional(),
     createdAt: z.number(),
     updatedAt: z.number(),
     lastOrder: z.string(),
@@ -241,6 +249,7 @@ const rowSchemas = {
     status: MessageStatusSchema,
     message: MessageSchema,
     tokens: z.record(z.string(), z.number()),
+    updateOrder: z.string().optional(),
   }),
   journal: z.object({ id: z.string(), userId: z.string(), sessionId: z.string(), order: OrderSchema, entry: JsonValueSchema }),
   notes: z.object({

@@ -407,7 +407,9 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
             if (onConflict === 'reject' || attempt > MAX_MERGE_ATTEMPTS) throw saveConflict(label, expected, row.version, attempt > MAX_MERGE_ATTEMPTS);
             return { conflict: toState(row) };
           }
-          await tx.emit('state.save', { version: row.version + 1, patch: checked });
+          // The whole state travels with the save: a save that wins on another replica must not depend on
+          // which earlier saves that replica has seen (DESIGN §3.5, convergence).
+          await tx.emit('state.save', { version: row.version + 1, patch: { ...row.state, ...checked } });
           return { saved: toState(tx.existing()) };
         });
         if ('saved' in outcome) return outcome.saved;

@@ -5,7 +5,7 @@
  */
 import type { z } from 'zod';
 import { TabulaError } from '../core/errors.js';
-import { createHlc } from '../core/hlc.js';
+import { createHlc, hlcOf, parseHlc } from '../core/hlc.js';
 import { checkName } from '../core/names.js';
 import { checkOptions, describeValue } from '../core/args.js';
 import { ApproxTokenCounter, type TokenCounter } from '../core/tokens.js';
@@ -14,6 +14,7 @@ import { createTokenCounter } from '../tokens/counter.js';
 import { createChangeFeed, type SessionChange } from './changes.js';
 import { createRunCoordinator } from './coordinator.js';
 import { platformLocks } from './locks.js';
+import type { SyncAdapter, SyncEngine, SyncHandle } from './sync-host.js';
 import { createRecovery } from './recovery.js';
 import { mapStorageError } from './errors.js';
 import { parseSessionExport, type SessionExport } from './export.js';
@@ -34,6 +35,8 @@ export interface OpenTabulaOptions {
    * @default the worker counter (o200k_base, shared worker) where Worker exists, else ApproxTokenCounter
    */
   tokenCounter?: TokenCounter;
+  /** Keeps this user's sessions on a sync server: `httpSync({ url, token })` from `tabula-sdk/sync`. */
+  sync?: SyncAdapter;
   /** Receives problems that are reported, not thrown: a malformed message from another tab, a failed cache write. @default console.warn */
   onError?: (error: TabulaError) => void;
 }
@@ -67,8 +70,13 @@ export interface Tabula {
    * function. `session.subscribe()` listens to one session.
    */
   subscribe(listener: (change: SessionChange) => void): () => void;
+  /** Sync controls and status; null without `openTabula({ sync })`. */
+  readonly sync: SyncHandle | null;
   close(): Promise<void>;
 }
+
+/** Meta keys naming the clocks of this profile's tabs that wrote with sync on. */
+const LOCAL_CLOCK_PREFIX = 'sync:clock:';
 
 const checkId = (value: unknown, what: string): string => checkName(value, what);
 
@@ -110,6 +118,23 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     }),
     closed: false,
   };
+  let engine: SyncEngine | null = null;
+  if (options.sync) {
+    store.sync = { userId: defaultUserId, nudge: () => engine?.nudge() };
+    // This tab's clock id, so that a save made here is recognised when another device's save beats it.
+    await db.meta.put({ key: `${LOCAL_CLOCK_PREFIX}${store.clock.clientId}`, value: true });
+    engine = options.sync.start({
+      db,
+      name,
+      userId: defaultUserId,
+      locks: platformLocks(),
+      onError,
+      isLocalOrder: async (order) => (await db.meta.get(`${LOCAL_CLOCK_PREFIX}${parseHlc(hlcOf(order)).clientId}`)) !== undefined,
+      publish: (changes) => {
+        for (const change of changes) store.feed.publish(change, 'remote');
+      },
+    });
+  }
   const recovery = createRecovery(store);
   const handles = createHandleTracker(onError);
 
@@ -256,8 +281,11 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       }
     },
 
+    sync: engine,
+
     async close() {
       if (store.closed) return;
+      await engine?.close();
       // An unfinished stream is interrupted, not left dangling: its text so far is kept.
       await Promise.all([...store.openStreams].map((stream) => stream.abort().catch(() => undefined)));
       await handles.closeAll();
