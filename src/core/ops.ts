@@ -90,7 +90,9 @@ const bodies = {
   'prefix.set': z.strictObject({ prefix: PrefixDataSchema }),
   'state.save': z.strictObject({ version: z.number().int().positive(), patch: StatePatchSchema }),
   'journal.append': z.strictObject({ entries: z.array(JsonValueSchema).min(1) }),
-  'journal.commit': z.strictObject({ watermark: z.number().int().nonnegative() }),
+  // `through` names the order key of the last entry the commit covers, so every replica commits the
+  // same entries whatever arrives when; commits without it (older data) count entries instead.
+  'journal.commit': z.strictObject({ watermark: z.number().int().nonnegative(), through: z.string().max(128).optional() }),
   'note.add': z.strictObject({ text: z.string().max(500), runId: z.string().nullable(), scope: z.string().nullable(), at: z.number() }),
   'memory.set': z.strictObject({ scope: z.string().min(1), key: z.string().min(1).max(128), value: JsonValueSchema }),
   'memory.delete': z.strictObject({ scope: z.string().min(1), key: z.string().min(1).max(128) }),

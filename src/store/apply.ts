@@ -10,8 +10,9 @@
  * - a message's status and text keep the greatest (status rank, order), and
  *   an update that arrives before its append stores the message itself;
  * - clears and restores drop the messages ordered before them;
- * - the journal watermark is the greatest one committed, capped by the
- *   entries present, so a commit may arrive before its entries.
+ * - a journal commit names the last entry it covers; the watermark counts
+ *   the entries up to the greatest one named, so a commit may arrive before
+ *   its entries and another device's later entries stay pending.
  * Session lives are the exception: a session.create must reach a replica
  * before the ops made after it (sync delivers each device's ops in order),
  * and a delete followed by a create again on one device, while another
@@ -37,16 +38,16 @@ function versionWins(version: number, order: string, row: SessionRow): boolean {
 }
 
 /**
- * The summary is the winning save's unless a clear (or restore) ordered after that save dropped it;
- * a function of maxima, so every replica computes the same one.
+ * The summary is the one the winning save carries (or, for a save without one, the one it kept) unless
+ * a clear or restore ordered after the save that wrote it dropped it; `setOrder` is the order of that
+ * save. A function of maxima, so every replica computes the same one.
  */
-function settleSummary(row: SessionRow): void {
-  const versionOrder = row.versionOrder ?? '';
-  if (row.clearedBefore > versionOrder) {
+function settleSummary(row: SessionRow, setOrder = row.summaryOrder): void {
+  if (row.clearedBefore > setOrder) {
     if (row.state.summary !== null) row.state = { ...row.state, summary: null };
     row.summaryOrder = row.clearedBefore;
   } else {
-    row.summaryOrder = versionOrder;
+    row.summaryOrder = setOrder;
   }
 }
 
@@ -306,8 +307,14 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       existing.createdOrder = op.order;
       existing.createdAt = op.body.createdAt;
       existing.forkOf = op.body.forkOf;
+      slot.dirty = true;
+      touch(slot, existing, op);
+      return true;
     }
-    existing.updatedAt = Math.max(existing.updatedAt, op.body.createdAt);
+    if (op.body.createdAt > existing.updatedAt) {
+      existing.updatedAt = op.body.createdAt;
+      slot.dirty = true;
+    }
   }
   if (!existing) {
     // A delete of a session already gone still moves its tombstone forward, as it would have in order.
@@ -332,8 +339,9 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       return true;
 
     case 'session.create':
-      // A later create of a session that exists (made concurrently on another device): only maxima moved.
-      break;
+      // A later create of a session that exists (made concurrently on another device): only the maxima
+      // moved (touch marked the row), nothing a reader sees.
+      return false;
 
     case 'session.clear': {
       if (op.order <= row.clearedBefore) return false;
@@ -381,7 +389,7 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       if (!versionWins(op.body.version, op.order, row)) return false;
       // Saves made by the store carry every field, so the winner's state does not depend on which
       // other saves this replica has seen; a partial patch (older data) merges as before.
-      setVersion(slot, row, op.body.version, op.order, { ...row.state, ...op.body.patch });
+      setVersion(slot, row, op.body.version, op.order, { ...row.state, ...op.body.patch }, 'summary' in op.body.patch);
       break;
 
     case 'journal.append': {
@@ -397,12 +405,30 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
         })),
       );
       row.journalCount += op.body.entries.length;
+      const through = row.journalThrough;
+      if (through !== undefined) {
+        // Entries that arrive after the commit that covers them are committed: the commit named their place.
+        row.journalWatermark += op.body.entries.filter((_, index) => subOrder(op.order, index) <= through).length;
+        break;
+      }
       row.journalCommitted = committed;
       row.journalWatermark = Math.min(committed, row.journalCount);
       break;
     }
 
     case 'journal.commit': {
+      const { through } = op.body;
+      if (through !== undefined) {
+        // The greatest commit wins: the watermark counts the entries ordered up to the last one it covers, so
+        // entries of another device made after it stay pending on every replica, whatever arrives first.
+        if (row.journalThrough !== undefined && through <= row.journalThrough) return false;
+        row.journalThrough = through;
+        const [lower] = sessionRange(op.userId, op.sessionId);
+        row.journalWatermark = await db.journal.where('[userId+sessionId+order]').between(lower, [op.userId, op.sessionId, through], true, true).count();
+        break;
+      }
+      // A commit without `through` (older data) counts entries; it is ignored once commits name their entry.
+      if (row.journalThrough !== undefined) return false;
       // Remember what was committed even when the entries have not arrived yet; they raise the watermark when they do.
       const committed = Math.max(row.journalCommitted ?? row.journalWatermark, op.body.watermark);
       if (committed === row.journalCommitted) return false;
@@ -479,7 +505,7 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
         row.prefix = snapshot.prefix;
         row.prefixOrder = op.order;
       }
-      if (wins) setVersion(slot, row, op.body.version, op.order, snapshot.state);
+      if (wins) setVersion(slot, row, op.body.version, op.order, snapshot.state, true);
       else settleSummary(row);
       break;
     }
@@ -497,7 +523,7 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
 }
 
 /** Makes (version, order) the session's winning state, reporting a concurrent save of the same version it replaces. */
-function setVersion(slot: SessionSlot, row: SessionRow, version: number, order: string, state: StateFields): void {
+function setVersion(slot: SessionSlot, row: SessionRow, version: number, order: string, state: StateFields, setsSummary: boolean): void {
   if (slot.conflicts && version === row.version && row.version > 0) {
     slot.conflicts.push({
       userId: row.userId,
@@ -509,5 +535,5 @@ function setVersion(slot: SessionSlot, row: SessionRow, version: number, order: 
   row.state = state;
   row.version = version;
   row.versionOrder = order;
-  settleSummary(row);
+  settleSummary(row, setsSummary ? order : row.summaryOrder);
 }

@@ -53,6 +53,8 @@ export interface SessionRow {
   journalWatermark: number;
   /** The greatest watermark a journal.commit asked for; the watermark is this, capped by journalCount (a commit may arrive before its entries). */
   journalCommitted?: number;
+  /** Order key of the last entry the greatest journal.commit covers: the watermark counts the entries ordered up to it. */
+  journalThrough?: string;
   /** Order key of the state.save or checkpoint.restore that set `version` ('' = none): saves win by (version, order). */
   versionOrder?: string;
   createdAt: number;
@@ -232,6 +234,7 @@ const rowSchemas = {
     journalCount: z.number().int().nonnegative(),
     journalWatermark: z.number().int().nonnegative(),
     journalCommitted: z.number().int().nonnegative().optional(),
+    journalThrough: z.string().optional(),
     versionOrder: z.string().optional(),
     createdAt: z.number(),
     updatedAt: z.number(),

@@ -381,7 +381,9 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
       async markCommitted() {
         await write('commit the journal', async (tx) => {
           const row = tx.existing();
-          await tx.emit('journal.commit', { watermark: row.journalCount });
+          const last = await journalRows().last();
+          if (!last) return;
+          await tx.emit('journal.commit', { watermark: row.journalCount, through: last.order });
         });
       },
       async view() {
@@ -590,8 +592,11 @@ export async function importInto(tx: Emitter, data: SessionExport): Promise<void
     messages.map((m) => ({ id: m.id, createdAt: m.createdAt, status: m.status, message: m.message })),
     messages.map((_, index) => subOrder(base, index)),
   );
-  if (data.journal.entries.length > 0) await tx.emit('journal.append', { entries: data.journal.entries });
-  if (data.journal.watermark > 0) await tx.emit('journal.commit', { watermark: Math.min(data.journal.watermark, data.journal.entries.length) });
+  if (data.journal.entries.length > 0) {
+    const append = await tx.emit('journal.append', { entries: data.journal.entries });
+    const watermark = Math.min(data.journal.watermark, data.journal.entries.length);
+    if (watermark > 0) await tx.emit('journal.commit', { watermark, through: subOrder(append.order, watermark - 1) });
+  }
   for (const note of data.notes) await tx.emit('note.add', note);
   for (const { scope, key, value } of data.memory) await tx.emit('memory.set', { scope, key, value });
 }

@@ -6,7 +6,7 @@
  * the sync client does, then read back through the public API.
  */
 import { describe, expect, it } from 'vitest';
-import { createHlc, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
+import { createHlc, subOrder, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
 import { applyOps, type SaveConflict } from '../../../src/store/apply.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/schema.js';
 import { freshTabula, uniqueName } from './helpers.js';
@@ -57,7 +57,7 @@ describe('applyOp converges whatever the order', () => {
     const op = writer('a');
     const create = op('session.create', { createdAt: 1, forkOf: null });
     const entries = op('journal.append', { entries: [1, 2, 3] });
-    const commit = op('journal.commit', { watermark: 3 });
+    const commit = op('journal.commit', { watermark: 3, through: subOrder(entries.order, 2) });
     const { tabula, session } = await replica([create, commit, entries]);
     expect(await session.journal.diff()).toEqual([]);
     expect(await session.journal.view()).toEqual([1, 2, 3]);
