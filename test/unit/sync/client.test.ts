@@ -15,7 +15,7 @@ import { createDb, sessionTables } from '../../../src/store/schema.js';
 import { httpSync } from '../../../src/sync/index.js';
 import { PrefixContext, type SessionChange, type Tabula } from '../../../src/index.js';
 import { SECRET, tokenFor, uniqueUser } from '../../server/helpers.js';
-import { freshTabula, uniqueName } from '../store/helpers.js';
+import { freshTabula, uniqueName, withoutLife } from '../store/helpers.js';
 import { testSeed } from '../seed.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tabula-sync-client-'));
@@ -53,7 +53,7 @@ async function dump(name: string): Promise<Record<string, unknown[]>> {
   for (const table of sessionTables(db)) {
     if (['runs', 'outbox', 'meta'].includes(table.name)) continue;
     const rows = (await table.toArray()) as Record<string, unknown>[];
-    out[table.name] = rows.map(({ tokens: _tokens, tokenTotals: _totals, ...row }) => row);
+    out[table.name] = rows.map(({ tokens: _tokens, tokenTotals: _totals, ...row }) => withoutLife(row));
   }
   db.close();
   return out;
