@@ -114,6 +114,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   let wake: (() => void) | null = null;
   /** Sessions whose board may hold something not queued yet. */
   const dirtyBoards = new Set<string>();
+  let boardsScanned = false;
 
   const setStatus = (next: Partial<SyncStatus> & { state: SyncStatus['state'] }) => {
     const { error: _dropped, ...rest } = status;
@@ -164,6 +165,11 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
 
   /** Queues the boards that changed since they were last queued (each board's snapshot decides). */
   const queueBoards = async (): Promise<void> => {
+    // The first time, look at every board: a change whose notice was lost (its tab crashed) is found here.
+    if (!boardsScanned) {
+      for (const sessionId of await host.boards.sessions()) dirtyBoards.add(sessionId);
+      boardsScanned = true;
+    }
     for (const sessionId of [...dirtyBoards]) {
       dirtyBoards.delete(sessionId);
       const board = await host.boards.open(sessionId);
@@ -341,8 +347,6 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   /** The leader's loop: a cycle on every nudge, poke and poll, backing off with jitter after failures. */
   const lead = async () => {
     leading = true;
-    // Look at every board once: a change whose notice was lost (its tab crashed) is found here.
-    for (const sessionId of await host.boards.sessions()) dirtyBoards.add(sessionId);
     const listening = listen();
     const removeTriggers = addTriggers(nudge);
     try {
