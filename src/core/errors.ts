@@ -36,6 +36,8 @@ export type ErrorCode =
   | 'sync/gap'
   | 'sync/too-large'
   | 'sync/not-found'
+  | 'sync/offline'
+  | 'sync/failed'
   | 'server/driver-missing';
 
 /** One problem found while validating, in a form that survives `structuredClone`. */

@@ -78,11 +78,21 @@ const bodies = {
   'session.delete': z.strictObject({}),
   'session.clear': z.strictObject({}),
   'message.append': z.strictObject({ id: IdSchema, createdAt: z.number(), status: MessageStatusSchema, message: MessageSchema }),
-  'message.update': z.strictObject({ id: IdSchema, status: MessageStatusSchema, message: MessageSchema }),
+  // `order` and `createdAt` repeat the message's append, so an update that reaches a replica before
+  // its append still stores the message (older ops without them are applied only after the append).
+  'message.update': z.strictObject({
+    id: IdSchema,
+    status: MessageStatusSchema,
+    message: MessageSchema,
+    order: OrderKeySchema.optional(),
+    createdAt: z.number().optional(),
+  }),
   'prefix.set': z.strictObject({ prefix: PrefixDataSchema }),
   'state.save': z.strictObject({ version: z.number().int().positive(), patch: StatePatchSchema }),
   'journal.append': z.strictObject({ entries: z.array(JsonValueSchema).min(1) }),
-  'journal.commit': z.strictObject({ watermark: z.number().int().nonnegative() }),
+  // `through` names the order key of the last entry the commit covers, so every replica commits the
+  // same entries whatever arrives when; commits without it (older data) count entries instead.
+  'journal.commit': z.strictObject({ watermark: z.number().int().nonnegative(), through: z.string().max(128).optional() }),
   'note.add': z.strictObject({ text: z.string().max(500), runId: z.string().nullable(), scope: z.string().nullable(), at: z.number() }),
   'memory.set': z.strictObject({ scope: z.string().min(1), key: z.string().min(1).max(128), value: JsonValueSchema }),
   'memory.delete': z.strictObject({ scope: z.string().min(1), key: z.string().min(1).max(128) }),

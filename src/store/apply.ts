@@ -1,20 +1,65 @@
 /**
  * The one write path: applies ops to the database inside the caller's
  * Dexie transaction. Local writes and ops that arrive from sync both come
- * through here, and applying an op twice changes nothing:
+ * through here. Applying an op twice changes nothing, and replicas that get
+ * the same ops in different orders end equal (DESIGN §3.5):
  * - rows created by an op are keyed by ids the op carries;
  * - last-write-wins fields (prefix, memory keys) keep the greatest order;
- * - state saves and restores carry the version they produce, applied only
- *   over an older version.
+ * - state saves and restores carry the whole state and the version they
+ *   produce; the greatest (version, order) wins;
+ * - a message's status and text keep the greatest (status rank, order), and
+ *   an update that arrives before its append stores the message itself;
+ * - clears and restores drop the messages ordered before them;
+ * - a journal commit names the last entry it covers; the watermark counts
+ *   the entries up to the greatest one named, so a commit may arrive before
+ *   its entries and another device's later entries stay pending.
+ * Session lives are the exception: a session.create must reach a replica
+ * before the ops made after it (sync delivers each device's ops in order),
+ * and a delete followed by a create again on one device, while another
+ * device created the same session id concurrently, does not converge yet
+ * (that needs each op to name the life it belongs to).
  */
 import { hlcOf, parseHlc, subOrder } from '../core/hlc.js';
-import { emptyStateFields, type Op, type OpBody } from '../core/ops.js';
+import { emptyStateFields, type MessageStatus, type Op, type OpBody, type StateFields } from '../core/ops.js';
 import { assertNever } from '../core/errors.js';
 import { Dexie } from 'dexie';
 import { removedMessageKey, removedMessagePrefix, sessionRange, tombstoneKey, type MessageRow, type SessionRow, type TabulaDb } from './schema.js';
 
 function wallMs(op: Op): number {
   return parseHlc(hlcOf(op.order)).wallMs;
+}
+
+/** Status rank of a message: a final status beats 'streaming', and 'complete' beats 'interrupted'. */
+const STATUS_RANK: Record<MessageStatus, number> = { streaming: 0, interrupted: 1, complete: 2 };
+
+/** True when (version, order) a is greater than b. */
+function versionWins(version: number, order: string, row: SessionRow): boolean {
+  return version > row.version || (version === row.version && order > (row.versionOrder ?? ''));
+}
+
+/**
+ * The summary is the one the winning save carries (or, for a save without one, the one it kept) unless
+ * a clear or restore ordered after the save that wrote it dropped it; `setOrder` is the order of that
+ * save. A function of maxima, so every replica computes the same one.
+ */
+function settleSummary(row: SessionRow, setOrder = row.summaryOrder): void {
+  if (row.clearedBefore > setOrder) {
+    if (row.state.summary !== null) row.state = { ...row.state, summary: null };
+    row.summaryOrder = row.clearedBefore;
+  } else {
+    row.summaryOrder = setOrder;
+  }
+}
+
+/** Counts a session's messages (after a clear or restore dropped some). */
+function countMessages(db: TabulaDb, userId: string, sessionId: string): Promise<number> {
+  return db.messages.where('[userId+sessionId+order]').between(...sessionRange(userId, sessionId)).count();
+}
+
+/** Drops a session's messages ordered before `order`. */
+function dropMessagesBefore(db: TabulaDb, userId: string, sessionId: string, order: string): Promise<number> {
+  const [lower] = sessionRange(userId, sessionId);
+  return db.messages.where('[userId+sessionId+order]').between(lower, [userId, sessionId, order]).delete();
 }
 
 /** Drops cached token totals that cover a message at `order` (it changed, or arrived out of order). */
@@ -38,6 +83,7 @@ async function deleteSessionRows(db: TabulaDb, userId: string, sessionId: string
 }
 
 function newSessionRow(op: Op & { kind: 'session.create' }): SessionRow {
+  // versionOrder and journalCommitted are optional in the row type only for rows written before they existed.
   return {
     userId: op.userId,
     sessionId: op.sessionId,
@@ -46,13 +92,17 @@ function newSessionRow(op: Op & { kind: 'session.create' }): SessionRow {
     prefixOrder: '',
     summaryOrder: '',
     createdOrder: op.order,
+    life: op.order,
     clearedBefore: '',
     state: emptyStateFields(),
     messageCount: 0,
     journalCount: 0,
     journalWatermark: 0,
+    journalCommitted: 0,
+    versionOrder: '',
     createdAt: op.body.createdAt,
-    updatedAt: op.body.createdAt,
+    // Every op counts towards updatedAt, the create too (see applyOp), so replicas agree on it.
+    updatedAt: Math.max(op.body.createdAt, wallMs(op)),
     lastOrder: op.order,
     forkOf: op.body.forkOf,
     tokenTotals: {},
@@ -106,6 +156,19 @@ export interface SessionSlot {
   readonly key: [string, string];
   row: SessionRow | undefined;
   dirty: boolean;
+  /** Saves replaced by a concurrent save of the same version, found while applying (see {@link SaveConflict}). */
+  conflicts?: SaveConflict[];
+}
+
+/**
+ * A state save (or restore) that lost to another one of the same version: both were made on the
+ * same state, on different replicas. The sync client reports it to the device that made `lost`.
+ */
+export interface SaveConflict {
+  readonly userId: string;
+  readonly sessionId: string;
+  readonly lost: { readonly version: number; readonly order: string; readonly state: StateFields };
+  readonly won: { readonly version: number; readonly order: string; readonly state: StateFields };
 }
 
 /** Loads the slot of op's session (inside the caller's transaction). */
@@ -127,7 +190,7 @@ export async function flushSlot(db: TabulaDb, slot: SessionSlot): Promise<void> 
  * consecutive appends to one session is applied as one batch
  * ({@link applyAppends}), as if one by one.
  */
-export async function applyOps(db: TabulaDb, ops: readonly Op[]): Promise<Op[]> {
+export async function applyOps(db: TabulaDb, ops: readonly Op[], conflicts?: SaveConflict[]): Promise<Op[]> {
   const slots = new Map<string, SessionSlot>();
   const applied: Op[] = [];
   for (let i = 0; i < ops.length; ) {
@@ -135,6 +198,7 @@ export async function applyOps(db: TabulaDb, ops: readonly Op[]): Promise<Op[]> 
     const id = JSON.stringify([op.userId, op.sessionId]);
     let slot = slots.get(id);
     if (!slot) slots.set(id, (slot = await loadSlot(db, op.userId, op.sessionId)));
+    if (conflicts) slot.conflicts = conflicts;
     if (op.kind !== 'message.append') {
       if (await applyOp(db, slot, op)) applied.push(op);
       i += 1;
@@ -155,9 +219,13 @@ export async function applyOps(db: TabulaDb, ops: readonly Op[]): Promise<Op[]> 
 /** A message.append op. */
 export type AppendOp = Op & { kind: 'message.append' };
 
-/** Marks ops applied to the session row: their order, their time, the slot dirty. */
+/**
+ * Counts an op of this session life towards lastOrder and updatedAt, applied or superseded, so that they
+ * are the same maxima on every replica whatever the order of arrival.
+ */
 function touch(slot: SessionSlot, row: SessionRow, op: Op): void {
-  if (op.order > row.lastOrder) row.lastOrder = op.order;
+  if (op.order <= row.lastOrder) return;
+  row.lastOrder = op.order;
   row.updatedAt = Math.max(row.updatedAt, wallMs(op));
   slot.dirty = true;
 }
@@ -173,10 +241,13 @@ export function applyAppends(db: TabulaDb, slot: SessionSlot, ops: readonly Appe
   // returns (a native await of work that touched no table loses it, and the next request then runs
   // outside the transaction).
   const row = slot.row;
+  if (!row) return Dexie.Promise.resolve([]);
   // Ops older than the session's creation belong to an earlier life of this id; ops before a clear or
-  // restore that has already been applied are gone for good.
-  const candidates = row ? ops.filter((op) => op.order >= row.createdOrder && op.order >= row.clearedBefore) : [];
-  if (!row || candidates.length === 0) return Dexie.Promise.resolve([]);
+  // restore that has already been applied are gone for good (but count towards lastOrder, as in applyOp).
+  const ofThisLife = ops.filter((op) => op.order >= row.createdOrder);
+  for (const op of ofThisLife) touch(slot, row, op);
+  const candidates = ofThisLife.filter((op) => op.order >= row.clearedBefore);
+  if (candidates.length === 0) return Dexie.Promise.resolve([]);
   // A message that a message.remove has removed stays removed when a replayed or late append arrives;
   // sessions that never removed one skip the look-up.
   const live = row.removedMessages
@@ -208,11 +279,9 @@ function settle(slot: SessionSlot, row: SessionRow, applied: AppendOp[]): Append
   if (applied.length === 0) return applied;
   row.messageCount += applied.length;
   let earliest = (applied[0] as AppendOp).order;
-  for (const op of applied) {
-    if (op.order < earliest) earliest = op.order;
-    touch(slot, row, op);
-  }
+  for (const op of applied) if (op.order < earliest) earliest = op.order;
   invalidateTotals(row, earliest);
+  slot.dirty = true;
   return applied;
 }
 
@@ -233,16 +302,33 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       slot.dirty = true;
       return true;
     }
-    // Two devices may create the same session; its life starts at the earliest create.
-    if (op.order >= existing.createdOrder) return false;
-    existing.createdOrder = op.order;
-    slot.dirty = true;
-    return true;
+    // Two devices may create the same session; its life starts at the earliest create, whose fields it keeps.
+    if (op.order === existing.createdOrder) return false;
+    if (op.order < existing.createdOrder) {
+      existing.createdOrder = op.order;
+      existing.createdAt = op.body.createdAt;
+      existing.forkOf = op.body.forkOf;
+      slot.dirty = true;
+      touch(slot, existing, op);
+      return true;
+    }
+    if (op.body.createdAt > existing.updatedAt) {
+      existing.updatedAt = op.body.createdAt;
+      slot.dirty = true;
+    }
   }
-  if (!existing) return false;
+  if (!existing) {
+    // A delete of a session already gone still moves its tombstone forward, as it would have in order.
+    if (op.kind === 'session.delete') {
+      const tombstone = await db.meta.get(tombstoneKey(op.userId, op.sessionId));
+      if (typeof tombstone?.value !== 'string' || op.order > tombstone.value) await db.meta.put({ key: tombstoneKey(op.userId, op.sessionId), value: op.order });
+    }
+    return false;
+  }
   // Ops older than the session's creation (a replayed delete, say) belong to an earlier life of this id.
   if (op.order < existing.createdOrder) return false;
   const row: SessionRow = existing;
+  touch(slot, row, op);
 
   switch (op.kind) {
     case 'session.delete':
@@ -253,17 +339,19 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       slot.dirty = false;
       return true;
 
+    case 'session.create':
+      // A later create of a session that exists (made concurrently on another device): only the maxima
+      // moved (touch marked the row), nothing a reader sees.
+      return false;
+
     case 'session.clear': {
-      const [lower] = sessionRange(op.userId, op.sessionId);
+      if (op.order <= row.clearedBefore) return false;
       // Only messages ordered before the clear go: an append made concurrently on another device survives.
-      await db.messages.where('[userId+sessionId+order]').between(lower, [op.userId, op.sessionId, op.order]).delete();
-      row.messageCount = await db.messages.where('[userId+sessionId+order]').between(...sessionRange(op.userId, op.sessionId)).count();
-      if (op.order > row.clearedBefore) row.clearedBefore = op.order;
-      // The summary goes only if nothing wrote it after this clear (a replayed clear must not undo a later save).
-      if (op.order > row.summaryOrder) {
-        row.state = { ...row.state, summary: null };
-        row.summaryOrder = op.order;
-      }
+      await dropMessagesBefore(db, op.userId, op.sessionId, op.order);
+      row.messageCount = await countMessages(db, op.userId, op.sessionId);
+      row.clearedBefore = op.order;
+      // The summary goes unless a save ordered after this clear wrote it.
+      settleSummary(row);
       row.tokenTotals = {};
       break;
     }
@@ -272,11 +360,22 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       return (await applyAppends(db, slot, [op])).length > 0;
 
     case 'message.update': {
-      const current = await db.messages.get([op.userId, op.sessionId, op.body.id]);
-      if (!current) return false;
-      // Only a streaming message changes; 'complete' and 'interrupted' are final, whatever arrives late.
-      if (current.status !== 'streaming') return false;
-      await db.messages.put({ ...current, status: op.body.status, message: op.body.message, tokens: {} });
+      const { id, status, message, order, createdAt } = op.body;
+      const current = await db.messages.get([op.userId, op.sessionId, id]);
+      if (!current) {
+        // The update came first: it carries what the append would have stored (older ops do not).
+        if (order === undefined || createdAt === undefined || order < row.clearedBefore) return false;
+        await db.messages.add({ id, userId: op.userId, sessionId: op.sessionId, order, createdAt, status, message, tokens: {}, updateOrder: op.order });
+        row.messageCount += 1;
+        invalidateTotals(row, order);
+        break;
+      }
+      // An update ordered before the row is about the original of a restored copy, which the restore replaced.
+      if (op.order <= current.order) return false;
+      // A final status beats 'streaming' and 'complete' beats 'interrupted'; within one status the later update wins.
+      const rank = STATUS_RANK[status] - STATUS_RANK[current.status];
+      if (rank < 0 || (rank === 0 && op.order <= (current.updateOrder ?? current.order))) return false;
+      await db.messages.put({ ...current, status, message, tokens: {}, updateOrder: op.order });
       invalidateTotals(row, current.order);
       break;
     }
@@ -288,14 +387,15 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       break;
 
     case 'state.save':
-      if (op.body.version <= row.version) return false;
-      row.state = { ...row.state, ...op.body.patch };
-      row.version = op.body.version;
-      if (op.body.patch.summary !== undefined && op.order > row.summaryOrder) row.summaryOrder = op.order;
+      if (!versionWins(op.body.version, op.order, row)) return false;
+      // Saves made by the store carry every field, so the winner's state does not depend on which
+      // other saves this replica has seen; a partial patch (older data) merges as before.
+      setVersion(slot, row, op.body.version, op.order, { ...row.state, ...op.body.patch }, 'summary' in op.body.patch);
       break;
 
     case 'journal.append': {
       if (await db.journal.get(`${op.id}:0`)) return false;
+      const committed = row.journalCommitted ?? row.journalWatermark;
       await db.journal.bulkAdd(
         op.body.entries.map((entry, index) => ({
           id: `${op.id}:${index}`,
@@ -306,13 +406,35 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
         })),
       );
       row.journalCount += op.body.entries.length;
+      const through = row.journalThrough;
+      if (through !== undefined) {
+        // Entries that arrive after the commit that covers them are committed: the commit named their place.
+        row.journalWatermark += op.body.entries.filter((_, index) => subOrder(op.order, index) <= through).length;
+        break;
+      }
+      row.journalCommitted = committed;
+      row.journalWatermark = Math.min(committed, row.journalCount);
       break;
     }
 
     case 'journal.commit': {
-      const watermark = Math.max(row.journalWatermark, Math.min(op.body.watermark, row.journalCount));
-      if (watermark === row.journalWatermark) return false;
-      row.journalWatermark = watermark;
+      const { through } = op.body;
+      if (through !== undefined) {
+        // The greatest commit wins: the watermark counts the entries ordered up to the last one it covers, so
+        // entries of another device made after it stay pending on every replica, whatever arrives first.
+        if (row.journalThrough !== undefined && through <= row.journalThrough) return false;
+        row.journalThrough = through;
+        const [lower] = sessionRange(op.userId, op.sessionId);
+        row.journalWatermark = await db.journal.where('[userId+sessionId+order]').between(lower, [op.userId, op.sessionId, through], true, true).count();
+        break;
+      }
+      // A commit without `through` (older data) counts entries; it is ignored once commits name their entry.
+      if (row.journalThrough !== undefined) return false;
+      // Remember what was committed even when the entries have not arrived yet; they raise the watermark when they do.
+      const committed = Math.max(row.journalCommitted ?? row.journalWatermark, op.body.watermark);
+      if (committed === row.journalCommitted) return false;
+      row.journalCommitted = committed;
+      row.journalWatermark = Math.min(committed, row.journalCount);
       break;
     }
 
@@ -353,24 +475,39 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       break;
 
     case 'checkpoint.restore': {
-      if (op.body.version <= row.version) return false;
       const checkpoint = await db.checkpoints.get(op.body.id);
       if (!checkpoint || checkpoint.userId !== op.userId || checkpoint.sessionId !== op.sessionId) return false;
       const { snapshot } = checkpoint;
-      await db.messages.where('[userId+sessionId+order]').between(...sessionRange(op.userId, op.sessionId)).delete();
-      // Restored messages take order keys derived from the restore, so they sort as of now: a clear
-      // replayed later (ordered before the restore) cannot drop them, and appends still follow them.
-      await db.messages.bulkAdd(
-        snapshot.messages.map((m, index) => ({ ...m, order: subOrder(op.order, index), userId: op.userId, sessionId: op.sessionId, tokens: {} })),
-      );
-      row.prefix = snapshot.prefix;
-      row.prefixOrder = op.order;
-      row.summaryOrder = op.order;
-      if (op.order > row.clearedBefore) row.clearedBefore = op.order;
-      row.state = snapshot.state;
-      row.version = op.body.version;
-      row.messageCount = snapshot.messages.length;
-      row.tokenTotals = {};
+      const wins = versionWins(op.body.version, op.order, row);
+      // A restore acts like a clear followed by the snapshot's messages, whether or not its state wins:
+      // only a later clear or restore (already applied) supersedes its messages.
+      const fresh = op.order > row.clearedBefore;
+      if (!fresh && !wins && op.order <= row.prefixOrder) return false;
+      if (fresh) {
+        // An update ordered after the restore, already applied to the original, carries over to the copy,
+        // as it would have if it had arrived after the restore.
+        const originals = await db.messages.bulkGet(snapshot.messages.map((m) => [op.userId, op.sessionId, m.id] as [string, string, string]));
+        await dropMessagesBefore(db, op.userId, op.sessionId, op.order);
+        // Restored messages take order keys derived from the restore, so they sort as of now: a clear
+        // ordered before the restore cannot drop them, and appends still follow them.
+        await db.messages.bulkPut(
+          snapshot.messages.map((m, index) => {
+            const copy = { ...m, order: subOrder(op.order, index), userId: op.userId, sessionId: op.sessionId, tokens: {} };
+            const original = originals[index];
+            if (original?.updateOrder === undefined || original.updateOrder <= op.order) return copy;
+            return { ...copy, status: original.status, message: original.message, updateOrder: original.updateOrder };
+          }),
+        );
+        row.clearedBefore = op.order;
+        row.messageCount = await countMessages(db, op.userId, op.sessionId);
+        row.tokenTotals = {};
+      }
+      if (op.order > row.prefixOrder) {
+        row.prefix = snapshot.prefix;
+        row.prefixOrder = op.order;
+      }
+      if (wins) setVersion(slot, row, op.body.version, op.order, snapshot.state, true);
+      else settleSummary(row);
       break;
     }
 
@@ -382,6 +519,22 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       assertNever(op, 'op kind');
   }
 
-  touch(slot, row, op);
+  slot.dirty = true;
   return true;
+}
+
+/** Makes (version, order) the session's winning state, reporting a concurrent save of the same version it replaces. */
+function setVersion(slot: SessionSlot, row: SessionRow, version: number, order: string, state: StateFields, setsSummary: boolean): void {
+  if (slot.conflicts && version === row.version && row.version > 0) {
+    slot.conflicts.push({
+      userId: row.userId,
+      sessionId: row.sessionId,
+      lost: { version: row.version, order: row.versionOrder ?? '', state: row.state },
+      won: { version, order, state },
+    });
+  }
+  row.state = state;
+  row.version = version;
+  row.versionOrder = order;
+  settleSummary(row, setsSummary ? order : row.summaryOrder);
 }

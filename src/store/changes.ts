@@ -10,7 +10,7 @@
  */
 import * as z from 'zod';
 import { TabulaError, describeIssues } from '../core/errors.js';
-import type { OpKind } from '../core/ops.js';
+import { StateFieldsSchema, type OpKind, type StateFields } from '../core/ops.js';
 
 /** Where a change came from. */
 export type ChangeOrigin = 'local' | 'tab' | 'remote';
@@ -22,6 +22,20 @@ export interface SessionChange {
   /** The kinds of op that the change applied, e.g. ['message.append']. */
   readonly kinds: readonly OpKind[];
   readonly origin: ChangeOrigin;
+  /**
+   * Set when sync brought another device's save of the same version as a save made here, and the
+   * other one won (DESIGN §3.5): both states, so the app can save a merge.
+   */
+  readonly conflict?: SaveConflictInfo;
+}
+
+/** A local state save that lost to another device's save of the same version. */
+export interface SaveConflictInfo {
+  readonly version: number;
+  /** The state this device saved, now replaced. */
+  readonly local: StateFields;
+  /** The state that won, now stored. */
+  readonly remote: StateFields;
 }
 
 const WireChangeSchema = z.strictObject({
@@ -30,6 +44,7 @@ const WireChangeSchema = z.strictObject({
   sessionId: z.string(),
   kinds: z.array(z.string()),
   fromRemote: z.boolean(),
+  conflict: z.strictObject({ version: z.number(), local: StateFieldsSchema, remote: StateFieldsSchema }).optional(),
 });
 
 type Listener = (change: SessionChange) => void;
@@ -73,15 +88,22 @@ export function createChangeFeed(name: string, onError: (error: TabulaError) => 
         );
         return;
       }
-      const { userId, sessionId, kinds, fromRemote } = parsed.data;
-      deliver({ userId, sessionId, kinds: kinds as OpKind[], origin: fromRemote ? 'remote' : 'tab' });
+      const { userId, sessionId, kinds, fromRemote, conflict } = parsed.data;
+      deliver({ userId, sessionId, kinds: kinds as OpKind[], origin: fromRemote ? 'remote' : 'tab', ...(conflict ? { conflict } : {}) });
     };
   }
 
   return {
     publish(change, origin) {
       // The other tabs first: their delivery then runs while this tab's listeners run.
-      channel?.postMessage({ v: 1, userId: change.userId, sessionId: change.sessionId, kinds: [...change.kinds], fromRemote: origin === 'remote' });
+      channel?.postMessage({
+        v: 1,
+        userId: change.userId,
+        sessionId: change.sessionId,
+        kinds: [...change.kinds],
+        fromRemote: origin === 'remote',
+        ...(change.conflict ? { conflict: change.conflict } : {}),
+      });
       deliver({ ...change, origin });
     },
     subscribe(userId, sessionId, listener) {

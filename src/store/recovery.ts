@@ -29,7 +29,9 @@ export function createRecovery(store: StoreContext): Recovery {
       if (!tx.row()) return;
       // Read inside the transaction: the last flush before the tab died is the text we keep.
       const current = await db.messages.get([userId, sessionId, id]);
-      if (current?.status === 'streaming') await tx.emit('message.update', { id, status: 'interrupted', message: current.message });
+      if (current?.status === 'streaming') {
+        await tx.emit('message.update', { id, status: 'interrupted', message: current.message, order: current.order, createdAt: current.createdAt });
+      }
     });
 
   const watch = (userId: string, sessionId: string, id: string) => {

@@ -309,7 +309,7 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
     return { ...data, blackboard: blackboard.toJSON() };
   };
 
-  /** Appends; with `life`, only to the session that had that `createdOrder` (a run's appends). */
+  /** Appends; with `life`, only to the session of that life (a run's appends). */
   const appendMessages = async (input: Message | Message[], life?: string): Promise<StoredMessage[]> => {
     const list = Array.isArray(input) ? input : [input];
     const parsed = list.map((message, index) => parseMessage(message, `append() to ${label}: message[${index}]`));
@@ -381,7 +381,9 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
       async markCommitted() {
         await write('commit the journal', async (tx) => {
           const row = tx.existing();
-          await tx.emit('journal.commit', { watermark: row.journalCount });
+          const last = await journalRows().last();
+          if (!last) return;
+          await tx.emit('journal.commit', { watermark: row.journalCount, through: last.order });
         });
       },
       async view() {
@@ -407,7 +409,9 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
             if (onConflict === 'reject' || attempt > MAX_MERGE_ATTEMPTS) throw saveConflict(label, expected, row.version, attempt > MAX_MERGE_ATTEMPTS);
             return { conflict: toState(row) };
           }
-          await tx.emit('state.save', { version: row.version + 1, patch: checked });
+          // The whole state travels with the save: a save that wins on another replica must not depend on
+          // which earlier saves that replica has seen (DESIGN §3.5, convergence).
+          await tx.emit('state.save', { version: row.version + 1, patch: { ...row.state, ...checked } });
           return { saved: toState(tx.existing()) };
         });
         if ('saved' in outcome) return outcome.saved;
@@ -588,8 +592,11 @@ export async function importInto(tx: Emitter, data: SessionExport): Promise<void
     messages.map((m) => ({ id: m.id, createdAt: m.createdAt, status: m.status, message: m.message })),
     messages.map((_, index) => subOrder(base, index)),
   );
-  if (data.journal.entries.length > 0) await tx.emit('journal.append', { entries: data.journal.entries });
-  if (data.journal.watermark > 0) await tx.emit('journal.commit', { watermark: Math.min(data.journal.watermark, data.journal.entries.length) });
+  if (data.journal.entries.length > 0) {
+    const append = await tx.emit('journal.append', { entries: data.journal.entries });
+    const watermark = Math.min(data.journal.watermark, data.journal.entries.length);
+    if (watermark > 0) await tx.emit('journal.commit', { watermark, through: subOrder(append.order, watermark - 1) });
+  }
   for (const note of data.notes) await tx.emit('note.add', note);
   for (const { scope, key, value } of data.memory) await tx.emit('memory.set', { scope, key, value });
 }

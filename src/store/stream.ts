@@ -116,7 +116,7 @@ export async function openStream(deps: StreamDeps, init: StreamInit): Promise<Me
     try {
       await write('flush a streamed message', async (tx) => {
         await ownRow(tx);
-        await tx.emit('message.update', { id, status: 'streaming', message: { ...base, content } });
+        await tx.emit('message.update', { id, status: 'streaming', message: { ...base, content }, order, createdAt });
       });
       flushedText = content;
       lastFlushAt = Date.now();
@@ -147,7 +147,7 @@ export async function openStream(deps: StreamDeps, init: StreamInit): Promise<Me
       await flushing;
       await write(status === 'complete' ? 'complete a streamed message' : 'interrupt a streamed message', async (tx) => {
         await ownRow(tx);
-        await tx.emit('message.update', { id, status, message });
+        await tx.emit('message.update', { id, status, message, order, createdAt });
       });
       return toStoredMessage({ id, order, status, createdAt, message });
     } finally {

@@ -14,7 +14,20 @@ import type { ChangeFeed } from './changes.js';
 import type { RunCoordinator } from './coordinator.js';
 import { mapStorageError } from './errors.js';
 import { newId } from './ids.js';
-import { checkRow, sessionTables, tombstoneKey, type SessionRow, type TabulaDb } from './schema.js';
+import { OUTBOX_SEQ_KEY } from './sync-host.js';
+import { checkRow, lifeOf, sessionTables, tombstoneKey, type OutboxRow, type SessionRow, type TabulaDb } from './schema.js';
+
+/**
+ * Queues ops for sync in the caller's transaction, numbered 1, 2, 3… with no gap (the server refuses
+ * gaps): the seq counter lives in meta, so an aborted write takes its numbers back with it.
+ */
+export async function queueOutbox(db: TabulaDb, items: readonly (Op | { board: { sessionId: string; update: string } })[]): Promise<void> {
+  if (items.length === 0) return;
+  const last = await db.meta.get(OUTBOX_SEQ_KEY);
+  let seq = typeof last?.value === 'number' ? last.value : 0;
+  await db.outbox.bulkAdd(items.map((item): OutboxRow => ('board' in item ? { seq: ++seq, board: item.board } : { seq: ++seq, op: item })));
+  await db.meta.put({ key: OUTBOX_SEQ_KEY, value: seq });
+}
 
 /** Everything a session handle needs from the Tabula that opened it. */
 export interface StoreContext {
@@ -35,6 +48,8 @@ export interface StoreContext {
   readonly activeRuns: Map<string, ActiveRun>;
   /** Streams not yet finished; close() interrupts them so their locks are released. */
   readonly openStreams: Set<{ abort(): Promise<unknown> }>;
+  /** Set when sync is on: the user whose local ops are queued in the outbox, and the engine to nudge. */
+  sync?: { readonly userId: string; nudge(): void };
   closed: boolean;
 }
 
@@ -60,7 +75,7 @@ export interface Emitter {
   row(): SessionRow | undefined;
   /**
    * The session row; throws `session/not-found` when the session is gone, or when `life` (a
-   * `createdOrder` read earlier) is given and the session was deleted and re-created since.
+   * `lifeOf(row)` read earlier) is given and the session was deleted and re-created since.
    */
   existing(life?: string): SessionRow;
   /** A fresh order key, after every op of the session so far. */
@@ -116,7 +131,7 @@ export async function commit<T>(
       const emitter: Emitter = {
         row: () => slot.row,
         existing(life) {
-          if (!slot.row || (life !== undefined && slot.row.createdOrder !== life)) throw sessionNotFound(userId, sessionId);
+          if (!slot.row || (life !== undefined && lifeOf(slot.row) !== life)) throw sessionNotFound(userId, sessionId);
           return slot.row;
         },
         nextOrder,
@@ -139,11 +154,13 @@ export async function commit<T>(
       };
       const value = await build(emitter);
       await flushSlot(db, slot);
+      if (store.sync) await queueOutbox(db, applied.filter((op) => op.userId === store.sync?.userId));
       return value;
     });
   } catch (error) {
     throw mapStorageError(error, what);
   }
+  if (applied.length > 0 && store.sync) store.sync.nudge();
   if (applied.length > 0) {
     store.feed.publish({ userId, sessionId, kinds: [...new Set(applied.map((op) => op.kind))] }, 'local');
   }

@@ -2,6 +2,9 @@
  * `tabula-sdk/sync`: the sync wire protocol shared by the client and the
  * server (schemas, types, paths, limits). The client engine lands here too.
  */
+export { httpSync } from './client.js';
+export type { HttpSyncOptions } from './client.js';
+export type { SyncAdapter, SyncHandle, SyncStatus } from '../store/sync-host.js';
 export {
   Base64Schema,
   BoardUpdateSchema,

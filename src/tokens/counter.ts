@@ -345,7 +345,16 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
       return measure as TokenMeasure;
     }
     const id = `c${++requestSeq}`;
-    const progress = onProgress ? Comlink.proxy(onProgress) : undefined;
+    // The worker's progress calls travel on the callback's own channel, which may deliver after the
+    // result: once the count is settled, late ones are dropped and the caller hears the end exactly once.
+    let settled = false;
+    let reported = 0;
+    const report = (doneChars: number, totalChars: number) => {
+      if (settled || !onProgress) return;
+      reported = doneChars;
+      onProgress(doneChars, totalChars);
+    };
+    const progress = onProgress ? Comlink.proxy(report) : undefined;
     const onAbort = () => {
       // A cancel that cannot be delivered (the worker is gone) has nothing left to stop.
       started()
@@ -361,11 +370,13 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
         return { tokens: estimateTextTokens(text), exact: false };
       }
       totals.counted += 1;
+      if (reported < text.length) report(text.length, text.length);
       return { tokens: result, exact: true };
     } catch (error) {
       if (signal?.aborted) throw new TabulaError('tokens/aborted', 'Counting was aborted.', { cause: signal.reason });
       throw error;
     } finally {
+      settled = true;
       signal?.removeEventListener('abort', onAbort);
     }
   };

@@ -31,7 +31,7 @@ interface PackageJson {
 const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as PackageJson;
 const PEERS = ['dexie', 'y-protocols', 'yjs'];
 
-describe('package', { timeout: 60_000 }, () => {
+describe('package', () => {
   beforeAll(() => {
     execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'pipe' });
   }, 120_000);

@@ -7,7 +7,7 @@
  * value the guard exists for.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApproxTokenCounter, formatHlc, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
+import { ApproxTokenCounter, formatHlc, subOrder, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
 import { openTabula, type Tabula } from '../../../src/index.js';
 import { applyOps } from '../../../src/store/apply.js';
 import { createDb, sessionTables } from '../../../src/store/schema.js';
@@ -193,14 +193,16 @@ describe('applyOps: late and out-of-order ops (guards)', () => {
     expect(shown?.state.version).toBe(0);
   });
 
-  it('a restore or save at a version already reached changes nothing', async () => {
-    const checkpoint = op('checkpoint.create', at(3), { id: 'cp1', label: null, at: 1, snapshot: snapshotOf([]) });
+  it('a save of an older version changes nothing; of the same version, the greater order wins', async () => {
     const { applied, name } = await replica(
-      [create(at(1)), checkpoint, save(at(4), 1, { summary: 'v1' }), save(at(5), 2, { summary: 'v2' })],
-      [op('checkpoint.restore', at(6), { id: 'cp1', version: 2 }), save(at(7), 1, { summary: 'stale' }), save(at(8), 2, { summary: 'same version' })],
+      [create(at(1)), save(at(4), 1, { summary: 'v1' }), save(at(5), 2, { summary: 'v2' })],
+      [save(at(7), 1, { summary: 'stale' }), save(at(3, 'b'), 2, { summary: 'same version, earlier' })],
     );
     expect(applied[1]).toEqual([]);
     expect((await view(name))?.state).toMatchObject({ summary: 'v2', version: 2 });
+    const later = await replica([create(at(1)), save(at(5), 2, { summary: 'v2' })], [save(at(8, 'b'), 2, { summary: 'same version, later' })]);
+    expect(later.applied[1]).toHaveLength(1);
+    expect((await view(later.name))?.state).toMatchObject({ summary: 'same version, later', version: 2 });
   });
 
   it('a late stream update never reopens a final message (complete, interrupted)', async () => {
@@ -238,29 +240,47 @@ describe('applyOps: late and out-of-order ops (guards)', () => {
     expect((await replica([create(at(1)), replayed], [replayed])).applied[1]).toEqual([]);
   });
 
-  it('journal: a commit never marks more entries than are stored, nor moves the watermark back', async () => {
+  it('journal: a commit covers the entries up to the one it names, whatever arrives first, and never moves back', async () => {
     const entries = (n: number) => Array.from({ length: n }, (_, i) => i);
+    const commit = (order: string, through: string, watermark: number) => op('journal.commit', order, { watermark, through });
     const { name, applied } = await replica(
       [create(at(1)), op('journal.append', at(2), { entries: entries(2) })],
-      // A commit of 5 entries when 2 are stored marks those 2 only.
-      [op('journal.commit', at(3), { watermark: 5 })],
+      [commit(at(3), subOrder(at(2), 1), 2)],
+      // Entries made after the commit, on another device, stay pending.
       [op('journal.append', at(4, 'b'), { entries: [10, 11] })],
-      // A stale commit (2) changes nothing.
-      [op('journal.commit', at(5), { watermark: 1 })],
+      // A stale commit changes nothing.
+      [commit(at(5), subOrder(at(2), 0), 1)],
     );
     expect(applied[1]).toHaveLength(1);
     expect(applied[3]).toEqual([]);
     const shown = await view(name);
     expect(shown?.journal).toEqual([0, 1, 10, 11]);
     expect(shown?.pending).toEqual([10, 11]);
-    // Another device's entries that arrived before a commit of 2 are not committed by it.
-    const concurrent = await replica(
-      [create(at(1)), op('journal.append', at(2, 'b'), { entries: [10] })],
-      [op('journal.append', at(3), { entries: entries(2) }), op('journal.commit', at(4), { watermark: 2 })],
-    );
-    expect((await view(concurrent.name))?.pending).toHaveLength(1);
+    // A commit that arrives before its entries commits them when they come, and not the later ones.
+    const { expected } = await converge([
+      [create(at(1))],
+      [commit(at(3), subOrder(at(2), 1), 2), op('journal.append', at(4, 'b'), { entries: [10] })],
+      [op('journal.append', at(2), { entries: entries(2) })],
+    ]);
+    expect(expected?.journal).toEqual([0, 1, 10]);
+    expect(expected?.pending).toEqual([10]);
     const replayed = op('journal.append', at(6), { entries: [1] });
     expect((await replica([create(at(1)), replayed], [replayed])).applied[1]).toEqual([]);
+  });
+
+  it('journal: markCommitted() names the last entry it covers, so a later entry from another device stays pending', async () => {
+    const name = uniqueName('journal');
+    const tab = await openTabula({ name, userId: USER, tokenCounter: new ApproxTokenCounter() });
+    opened.push(tab);
+    const session = await tab.session(SESSION);
+    await session.journal.apply([1, 2]);
+    await session.journal.markCommitted();
+    await session.journal.apply([3]);
+    expect(await session.journal.diff()).toEqual([3]);
+    // An empty journal has nothing to commit.
+    const empty = await tab.session('empty');
+    await empty.journal.markCommitted();
+    expect(await empty.journal.diff()).toEqual([]);
   });
 
   it('notes and checkpoints are added once', async () => {
@@ -382,13 +402,13 @@ describe('applyOps: late and out-of-order ops (guards)', () => {
   });
 });
 
-describe('applyOps: known divergences (fail until fixed in src/store/apply.ts)', () => {
+describe('applyOps: restores, deletes and same-version saves converge', () => {
   // A restore on device a, concurrent with an append on device b ordered after it: a applies the
   // restore then the append and keeps the message; b applied its append first, and the restore then
   // deletes every message of the session, the later append included. The replicas never converge,
   // and b loses a message its user saw stored. (The restore should delete only messages ordered
   // before it, as session.clear does.)
-  it.fails('a restore does not delete a message ordered after it that arrived first', async () => {
+  it('a restore does not delete a message ordered after it that arrived first', async () => {
     const checkpoint = op('checkpoint.create', at(3), { id: 'cp1', label: null, at: 1, snapshot: snapshotOf([{ id: 'm1', order: at(2) }]) });
     const { expected } = await converge([
       [create(at(1)), append(at(2), 'm1'), checkpoint, append(at(7, 'b'), 'after-restore')],
@@ -399,7 +419,7 @@ describe('applyOps: known divergences (fail until fixed in src/store/apply.ts)',
 
   // The same class for the prefix: a restore sets it unconditionally, so a prefix.set ordered after
   // the restore but applied before it is overwritten on one replica and kept on the other.
-  it.fails('a restore does not overwrite a prefix set after it that arrived first', async () => {
+  it('a restore does not overwrite a prefix set after it that arrived first', async () => {
     const checkpoint = op('checkpoint.create', at(3), { id: 'cp1', label: null, at: 1, snapshot: snapshotOf([]) });
     const { expected } = await converge([
       [create(at(1)), checkpoint, prefix(at(7, 'b'), 'set after the restore')],
@@ -412,7 +432,7 @@ describe('applyOps: known divergences (fail until fixed in src/store/apply.ts)',
   // reached the replica first, so a create ordered between the two deletes (a third device, offline
   // until now) brings the session back on a replica that saw the earlier delete first, and not on one
   // that saw the later first. A delete of a session already gone should still raise the tombstone.
-  it.fails('two concurrent deletes leave the same tombstone whatever their arrival order', async () => {
+  it('two concurrent deletes leave the same tombstone whatever their arrival order', async () => {
     // In order-key order, b's delete (6) ends the life c's create (4) began. Here the earlier delete
     // arrives first, b's finds no session and leaves the tombstone at 3, and c's create then passes.
     const { expected } = await converge([
@@ -425,7 +445,7 @@ describe('applyOps: known divergences (fail until fixed in src/store/apply.ts)',
 
   // DESIGN.md: "a state.save wins over another when its (version, order) is higher". Two devices that
   // both save version 1 keep whichever arrived first, so the replicas disagree for good.
-  it.fails('two saves of the same version: the one with the greater order wins everywhere', async () => {
+  it('two saves of the same version: the one with the greater order wins everywhere', async () => {
     const { expected } = await converge([[create(at(1)), save(at(5, 'b'), 1, { summary: 'from b' })], [save(at(3), 1, { summary: 'from a' })]]);
     expect(expected?.state.summary).toBe('from b');
   });

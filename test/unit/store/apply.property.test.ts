@@ -12,10 +12,11 @@ import { createHlc, type Op, type OpBody, type OpKind } from '../../../src/core/
 import { applyOps } from '../../../src/store/apply.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/schema.js';
 import { testSeed } from '../seed.js';
-import { freshTabula, uniqueName } from './helpers.js';
+import { freshTabula, uniqueName, withoutLife } from './helpers.js';
 
 type Action =
   | { kind: 'append'; text: string }
+  | { kind: 'stream'; text: string; final: 'complete' | 'interrupted' }
   | { kind: 'prefix'; text: string }
   | { kind: 'save'; summary: string }
   | { kind: 'journal'; entries: number[] }
@@ -29,8 +30,15 @@ type Action =
   | { kind: 'delete' }
   | { kind: 'create' };
 
+const streamArb = fc.record({
+  kind: fc.constant('stream' as const),
+  text: fc.string({ maxLength: 8 }),
+  final: fc.constantFrom('complete' as const, 'interrupted' as const),
+});
+
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
   fc.record({ kind: fc.constant('append' as const), text: fc.string({ maxLength: 8 }) }),
+  streamArb,
   fc.record({ kind: fc.constant('prefix' as const), text: fc.string({ maxLength: 8 }) }),
   fc.record({ kind: fc.constant('save' as const), summary: fc.string({ maxLength: 8 }) }),
   fc.record({ kind: fc.constant('journal' as const), entries: fc.array(fc.integer(), { minLength: 1, maxLength: 3 }) }),
@@ -63,8 +71,19 @@ function toOps(actions: Action[], clientId = 'gen', withCreate = true): Op[] {
       case 'prefix':
         ops.push(make('prefix.set', { prefix: { systemPrompt: action.text, grounding: [], schemaBlock: null } }));
         break;
+      case 'stream': {
+        // As stream.ts writes it: a streaming append, a flush of part of the text, then the final update.
+        const id = `${clientId}-m${seq}`;
+        const append = make('message.append', { id, createdAt: seq, status: 'streaming', message: { role: 'assistant', content: '' } });
+        ops.push(append);
+        const at = { order: append.order, createdAt: append.kind === 'message.append' ? append.body.createdAt : 0 };
+        ops.push(make('message.update', { id, status: 'streaming', message: { role: 'assistant', content: action.text.slice(0, 3) }, ...at }));
+        ops.push(make('message.update', { id, status: action.final, message: { role: 'assistant', content: action.text }, ...at }));
+        break;
+      }
       case 'save':
-        ops.push(make('state.save', { version: ++version, patch: { summary: action.summary } }));
+        // As the store writes it: the whole state, not only the changed field.
+        ops.push(make('state.save', { version: ++version, patch: { summary: action.summary, tasks: seq, plan: clientId, permissions: null, tools: [], context: {} } }));
         break;
       case 'journal':
         journalCount += action.entries.length;
@@ -119,10 +138,10 @@ async function applyAll(db: TabulaDb, ops: readonly Op[]): Promise<void> {
   });
 }
 
-async function snapshot(db: TabulaDb): Promise<unknown> {
-  const tables = sessionTables(db).filter((t) => t.name !== 'outbox' && t.name !== 'meta');
+async function snapshot(db: TabulaDb, withMeta = false): Promise<unknown> {
+  const tables = sessionTables(db).filter((t) => t.name !== 'outbox' && (withMeta || t.name !== 'meta'));
   const out: Record<string, unknown> = {};
-  for (const table of tables) out[table.name] = await table.toArray();
+  for (const table of tables) out[table.name] = (await table.toArray()).map(withoutLife);
   return out;
 }
 
@@ -226,6 +245,48 @@ describe('applyOp idempotence and convergence (property)', () => {
         },
       ),
       { seed, numRuns: 150 },
+    );
+  });
+
+  it('replicas that get one op set of three writers in random orders, with duplicates and random batches, end equal on every table', { timeout: PROPERTY_TIMEOUT_MS }, async () => {
+    const seed = testSeed('apply random order');
+    // Everything but a re-create after a delete: a session's lives must reach a replica in order (see apply.ts).
+    const writerActionArb = actionArb.filter((action) => action.kind !== 'create');
+    const deliveryArb = (count: number) =>
+      fc.record({
+        // A sort key per op (a random permutation) and the ops delivered a second time.
+        keys: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: count, maxLength: count }),
+        duplicates: fc.array(fc.nat({ max: count - 1 }), { maxLength: 6 }),
+        batch: fc.integer({ min: 1, max: 8 }),
+      });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.tuple(...['wa', 'wb', 'wc'].map((writer) => fc.array(writerActionArb, { maxLength: 12 }).map((actions) => toOps(actions, writer)))).chain((byWriter) => {
+          const ops = byWriter.flat();
+          return fc.tuple(fc.constant(byWriter), fc.array(deliveryArb(ops.length), { minLength: 2, maxLength: 2 }));
+        }),
+        async ([byWriter, deliveries]) => {
+          const ops = byWriter.flat();
+          // Each writer created the session itself (concurrent creates); creates and the checkpoints a
+          // restore needs come first, as sync delivers them (each device pushes its ops in order).
+          const first = (op: Op) => op.kind === 'session.create' || op.kind === 'checkpoint.create';
+          const reference = createDb(uniqueName('ref'));
+          await applyAll(reference, [...ops.filter((op) => op.kind === 'session.create'), ...ops.filter((op) => !first(op) || op.kind === 'checkpoint.create')]);
+          const expected = await snapshot(reference, true);
+          reference.close();
+          for (const { keys, duplicates, batch } of deliveries) {
+            const shuffled = ops.map((op, index) => ({ op, key: keys[index] as number })).sort((a, b) => a.key - b.key).map(({ op }) => op);
+            const rest: Op[] = shuffled.filter((op) => !first(op));
+            for (const index of duplicates) rest.splice(Math.min(index, rest.length), 0, ops[index] as Op);
+            const order = [...shuffled.filter((op) => op.kind === 'session.create'), ...shuffled.filter((op) => op.kind === 'checkpoint.create'), ...rest];
+            const replica = createDb(uniqueName('replica'));
+            for (let start = 0; start < order.length; start += batch) await applyAll(replica, order.slice(start, start + batch));
+            expect(await snapshot(replica, true)).toEqual(expected);
+            replica.close();
+          }
+        },
+      ),
+      { seed, numRuns: 120 },
     );
   });
 

@@ -1,0 +1,87 @@
+/**
+ * The contract between the store and a sync engine (`httpSync` in
+ * `tabula-sdk/sync`): what the store lends the engine, and what the engine
+ * hands back as `tabula.sync`. The store never imports the engine; the app
+ * passes one to `openTabula({ sync })`.
+ */
+import type * as Y from 'yjs';
+import type { TabulaError } from '../core/errors.js';
+import type { OpKind } from '../core/ops.js';
+import type { SaveConflictInfo } from './changes.js';
+import type { Locks } from './locks.js';
+import type { TabulaDb } from './schema.js';
+
+/** What the store gives a sync engine when it opens. */
+export interface SyncHost {
+  /** The database; ops are applied with `applyOps` in one transaction over `sessionTables(db)`. */
+  readonly db: TabulaDb;
+  /** The database name (names the sync leader lock). */
+  readonly name: string;
+  /** The user whose ops sync (the Tabula's `userId`); ops of other local users stay local. */
+  readonly userId: string;
+  /** Web Locks, or the in-process manager where they are missing. */
+  readonly locks: Locks;
+  readonly onError: (error: TabulaError) => void;
+  /** Announces sessions changed by pulled ops, to this tab and the others (origin 'remote'). */
+  publish(changes: readonly { userId: string; sessionId: string; kinds: readonly OpKind[]; conflict?: SaveConflictInfo }[]): void;
+  /** True when an order key was made by a clock of this profile (a save made here). */
+  isLocalOrder(order: string): Promise<boolean>;
+  /** The user's blackboards. */
+  readonly boards: SyncBoards;
+}
+
+/** The user's blackboards, as the sync engine reads and writes them. */
+export interface SyncBoards {
+  /** The user's sessions whose blackboard may hold something (the engine looks at each when it starts leading). */
+  sessions(): Promise<string[]>;
+  /** Opens the board of the session's current life here; null when the session does not exist here. */
+  open(sessionId: string): Promise<SyncBoard | null>;
+  /** Calls `listener` when a change made to a board in any tab of this profile is stored. */
+  onLocalChange(listener: (sessionId: string) => void): () => void;
+}
+
+/** One open blackboard: its loaded doc, shared with the tab's session handles. */
+export interface SyncBoard {
+  readonly doc: Y.Doc;
+  /** Resolves once every change applied so far is stored. */
+  flushed(): Promise<void>;
+  release(): Promise<void>;
+}
+
+/** The status of sync, as `tabula.sync.status()` reports it. */
+export interface SyncStatus {
+  readonly state: 'idle' | 'syncing' | 'offline' | 'error' | 'unauthorized';
+  /** Local ops not yet acknowledged by the server. */
+  readonly pending: number;
+  /** When the last push-and-pull finished (ms since epoch), null before the first. */
+  readonly lastSyncedAt: number | null;
+  /** The last failure, while `state` is 'error', 'offline' or 'unauthorized'. */
+  readonly error?: TabulaError;
+}
+
+/** `tabula.sync`: controls and watches the sync engine. */
+export interface SyncHandle {
+  status(): SyncStatus;
+  /** Calls `listener` on every status change; returns the unsubscribe function. */
+  subscribe(listener: (status: SyncStatus) => void): () => void;
+  /** Pushes everything pending, then pulls until caught up; rejects with a TabulaError if it cannot. */
+  flush(): Promise<void>;
+  /** Stops syncing in the background until resume(); local writes keep queueing. */
+  pause(): void;
+  resume(): void;
+}
+
+/** A running engine: the handle plus what the store calls. */
+export interface SyncEngine extends SyncHandle {
+  /** A local write queued outbox rows: push soon. */
+  nudge(): void;
+  close(): Promise<void>;
+}
+
+/** What `openTabula({ sync })` takes: `httpSync(...)` returns one. */
+export interface SyncAdapter {
+  start(host: SyncHost): SyncEngine;
+}
+
+/** The meta key of the next outbox seq (the last one used). */
+export const OUTBOX_SEQ_KEY = 'sync:seq';

@@ -1,0 +1,448 @@
+/**
+ * The sync client: `httpSync({ url, token })` for `openTabula({ sync })`.
+ * One tab per profile leads (a Web Lock): it queues blackboard changes,
+ * pushes the outbox in seq order, pulls the user's items page by page
+ * (ops through `applyOps`, one transaction per page; board updates into
+ * the boards) and listens to the server's event stream, pulling on a poke,
+ * when the browser comes online or the page gets focus, and on an
+ * interval. The other tabs hand it their writes and show its status. Any
+ * tab's `flush()` runs one push-and-pull itself. Server data is validated
+ * before anything is written: a bad page changes nothing and is reported.
+ */
+import { TabulaError } from '../core/errors.js';
+import type { Op, OpKind } from '../core/ops.js';
+import { applyOps, type SaveConflict } from '../store/apply.js';
+import type { SaveConflictInfo } from '../store/changes.js';
+import { checkRow, sessionTables } from '../store/schema.js';
+import type { SyncAdapter, SyncEngine, SyncHost, SyncStatus } from '../store/sync-host.js';
+import { applyRemoteBoard, decodeBoardUpdates, queueBoard } from './boards.js';
+import { readPokes } from './events.js';
+import { DEFAULT_SYNC_LIMITS, ErrorResponseSchema, PullResponseSchema, PushResponseSchema, SYNC_PATHS, parseWire, type PushItem } from './protocol.js';
+
+/** Options of {@link httpSync}. */
+export interface HttpSyncOptions {
+  /** The sync server's base URL, e.g. `http://localhost:8787`. */
+  readonly url: string;
+  /** The bearer token (a JWT), or a function asked for one before requests and again after a 401. */
+  readonly token: string | (() => string | Promise<string>);
+  /** The fetch to use (tests, proxies, custom auth). @default globalThis.fetch */
+  readonly fetch?: typeof fetch;
+  /** How often the leader pulls. @default 5000 */
+  readonly pollIntervalMs?: number;
+}
+
+const CURSOR_KEY = 'sync:cursor';
+const CLIENT_KEY = 'sync:clientId';
+/** Stays under the server's default body limit with room for the envelope. */
+const PUSH_BYTES = DEFAULT_SYNC_LIMITS.maxBodyBytes - 64 * 1024;
+const MAX_BACKOFF_MS = 60_000;
+
+class HttpFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {
+    super(`HTTP ${status}`);
+  }
+}
+
+function randomClientId(): string {
+  const bytes = new Uint8Array(12);
+  crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** A sync adapter talking HTTP to a `tabula-sdk/server` sync server. */
+export function httpSync(options: HttpSyncOptions): SyncAdapter {
+  if (typeof options !== 'object' || options === null || typeof options.url !== 'string' || !/^https?:\/\//.test(options.url)) {
+    throw new TabulaError('argument/invalid', 'httpSync({ url }) must be an http(s) URL of a Tabula sync server, e.g. "http://localhost:8787".');
+  }
+  if (typeof options.token !== 'string' && typeof options.token !== 'function') {
+    throw new TabulaError('argument/invalid', 'httpSync({ token }) must be a JWT string or a function that returns one.');
+  }
+  return { start: (host) => startEngine(host, options) };
+}
+
+/** What the leader tells the other tabs of the profile, and what they ask of it. */
+type TabMessage =
+  | { v: 1; kind: 'status'; state: SyncStatus['state']; pending: number; lastSyncedAt: number | null; error: { code: string; message: string } | null }
+  | { v: 1; kind: 'nudge' };
+
+function isTabMessage(raw: unknown): raw is TabMessage {
+  if (typeof raw !== 'object' || raw === null) return false;
+  const m = raw as Record<string, unknown>;
+  return m.v === 1 && (m.kind === 'nudge' || (m.kind === 'status' && typeof m.state === 'string' && typeof m.pending === 'number'));
+}
+
+/** Sleeps `ms`, or less when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done);
+  });
+}
+
+/** Exponential backoff with full jitter in its upper half, so many clients do not retry in step. */
+function backoff(baseMs: number, failures: number): number {
+  const ceiling = Math.min(MAX_BACKOFF_MS, baseMs * 2 ** Math.min(failures, 10));
+  return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
+  const { db } = host;
+  const base = options.url.replace(/\/+$/, '');
+  const doFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => globalThis.fetch(input, init));
+  const pollMs = options.pollIntervalMs ?? 5000;
+  let status: SyncStatus = { state: 'idle', pending: 0, lastSyncedAt: null };
+  const listeners = new Set<(status: SyncStatus) => void>();
+  const closing = new AbortController();
+  const tabs = typeof BroadcastChannel === 'function' ? new BroadcastChannel(`tabula:${host.name}:sync`) : null;
+  let paused = false;
+  let closed = false;
+  let leading = false;
+  let token: string | null = null;
+  let failures = 0;
+  let running: Promise<void> = Promise.resolve();
+  /** Set by a nudge or a poke: the leader runs another cycle before it sleeps. */
+  let nudged = false;
+  let wake: (() => void) | null = null;
+  /** Sessions whose board may hold something not queued yet. */
+  const dirtyBoards = new Set<string>();
+  let boardsScanned = false;
+
+  const setStatus = (next: Partial<SyncStatus> & { state: SyncStatus['state'] }) => {
+    const { error: _dropped, ...rest } = status;
+    status = { ...rest, ...next };
+    for (const listener of listeners) listener(status);
+    if (leading) {
+      const { state, pending, lastSyncedAt, error } = status;
+      tabs?.postMessage({ v: 1, kind: 'status', state, pending, lastSyncedAt, error: error ? { code: error.code, message: error.message } : null } satisfies TabMessage);
+    }
+  };
+  const countPending = async () => db.outbox.count();
+
+  const clientId = (async () => {
+    const stored = await db.meta.get(CLIENT_KEY);
+    if (typeof stored?.value === 'string') return stored.value;
+    const id = randomClientId();
+    await db.meta.put({ key: CLIENT_KEY, value: id });
+    return id;
+  })();
+
+  const currentToken = async (fresh: boolean): Promise<string> => {
+    if (token !== null && !fresh) return token;
+    token = typeof options.token === 'string' ? options.token : await options.token();
+    return token;
+  };
+
+  /** POSTs `body`; one retry with a fresh token after a 401. */
+  const post = async (path: string, body: unknown): Promise<unknown> => {
+    for (let attempt = 0; ; attempt++) {
+      const response = await doFetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${await currentToken(attempt > 0)}` },
+        body: JSON.stringify(body),
+        signal: closing.signal,
+      });
+      const text = await response.text();
+      let json: unknown;
+      try {
+        json = text === '' ? null : JSON.parse(text);
+      } catch {
+        throw new TabulaError('schema/invalid', `The sync server answered ${path} with something that is not JSON (HTTP ${response.status}).`);
+      }
+      if (response.ok) return json;
+      if (response.status === 401 && attempt === 0 && typeof options.token === 'function') continue;
+      throw new HttpFailure(response.status, json);
+    }
+  };
+
+  /** Queues the boards that changed since they were last queued (each board's snapshot decides). */
+  const queueBoards = async (): Promise<void> => {
+    // The first time, look at every board: a change whose notice was lost (its tab crashed) is found here.
+    if (!boardsScanned) {
+      for (const sessionId of await host.boards.sessions()) dirtyBoards.add(sessionId);
+      boardsScanned = true;
+    }
+    for (const sessionId of [...dirtyBoards]) {
+      dirtyBoards.delete(sessionId);
+      const board = await host.boards.open(sessionId);
+      if (!board) continue;
+      try {
+        await queueBoard(db, host.userId, sessionId, board);
+      } catch (error) {
+        dirtyBoards.add(sessionId);
+        throw error;
+      } finally {
+        await board.release();
+      }
+    }
+  };
+
+  const push = async (): Promise<void> => {
+    const id = await clientId;
+    await queueBoards();
+    for (;;) {
+      const rows = await db.outbox.orderBy('seq').limit(DEFAULT_SYNC_LIMITS.maxPushItems).toArray();
+      if (rows.length === 0) return;
+      const items: PushItem[] = [];
+      let bytes = 0;
+      for (const raw of rows) {
+        const row = checkRow('outbox', raw.seq ?? null, raw);
+        const item: PushItem = row.op ? { seq: row.seq as number, op: row.op } : { seq: row.seq as number, board: row.board };
+        const size = JSON.stringify(item).length + 16;
+        if (items.length > 0 && bytes + size > PUSH_BYTES) break;
+        items.push(item);
+        bytes += size;
+      }
+      let lastSeq: number;
+      try {
+        lastSeq = parseWire(PushResponseSchema, await post(SYNC_PATHS.push, { clientId: id, items }), 'The push response').lastSeq;
+      } catch (error) {
+        // A 409 says what the server has: drop what it acknowledged and go on from there.
+        if (!(error instanceof HttpFailure) || error.status !== 409) throw error;
+        const parsed = ErrorResponseSchema.safeParse(error.body);
+        if (!parsed.success || parsed.data.error.lastSeq === undefined) throw error;
+        lastSeq = parsed.data.error.lastSeq;
+        if (lastSeq < (items[0] as PushItem).seq - 1) {
+          throw new TabulaError('sync/gap', `The sync server has this client's items up to ${lastSeq} only, and the outbox starts at ${(items[0] as PushItem).seq}.`);
+        }
+      }
+      // The server has committed everything up to lastSeq: those rows leave the outbox.
+      await db.outbox.where('seq').belowOrEqual(lastSeq).delete();
+      setStatus({ state: 'syncing', pending: await countPending() });
+    }
+  };
+
+  const pull = async (): Promise<void> => {
+    const id = await clientId;
+    for (;;) {
+      const stored = await db.meta.get(CURSOR_KEY);
+      const cursor = typeof stored?.value === 'string' ? stored.value : null;
+      const page = parseWire(PullResponseSchema, await post(SYNC_PATHS.pull, { cursor, limit: DEFAULT_SYNC_LIMITS.maxPullItems }), 'The pull response');
+      const ops: Op[] = [];
+      const boardItems: { index: number; sessionId: string; update: string }[] = [];
+      for (const [index, item] of page.items.entries()) {
+        if ('board' in item) {
+          if (item.clientId !== id) boardItems.push({ index, sessionId: item.board.sessionId, update: item.board.update });
+          continue;
+        }
+        if (item.op.userId !== host.userId) {
+          throw new TabulaError('sync/forbidden', `The sync server sent items[${index}].op for user "${item.op.userId}", not "${host.userId}"; nothing of that page was applied.`);
+        }
+        if (item.clientId !== id) ops.push(item.op);
+      }
+      const boards = decodeBoardUpdates(boardItems);
+      const conflicts: SaveConflict[] = [];
+      // Ops first (a board update may belong to a session this page creates), then the boards, then the
+      // cursor: a crash before the cursor moves pulls the page again, and both ops and updates apply once.
+      const applied = await db.transaction('rw', sessionTables(db), async () => {
+        const done = await applyOps(db, ops, conflicts);
+        if (boards.size === 0 && page.cursor !== null) await db.meta.put({ key: CURSOR_KEY, value: page.cursor });
+        return done;
+      });
+      for (const [sessionId, updates] of boards) {
+        // A board of a session that does not exist here (deleted on this device) has nowhere to go.
+        const board = await host.boards.open(sessionId);
+        if (!board) continue;
+        try {
+          await applyRemoteBoard(db, host.userId, sessionId, board, updates);
+        } finally {
+          await board.release();
+        }
+      }
+      if (boards.size > 0 && page.cursor !== null) await db.meta.put({ key: CURSOR_KEY, value: page.cursor });
+      const bySession = new Map<string, { userId: string; sessionId: string; kinds: Set<OpKind>; conflict?: SaveConflictInfo }>();
+      const entryOf = (userId: string, sessionId: string) => {
+        const key = JSON.stringify([userId, sessionId]);
+        const entry = bySession.get(key) ?? { userId, sessionId, kinds: new Set<OpKind>() };
+        bySession.set(key, entry);
+        return entry;
+      };
+      for (const op of applied) entryOf(op.userId, op.sessionId).kinds.add(op.kind);
+      // Only the device whose save lost hears of it; the others just see the winner.
+      for (const { userId, sessionId, lost, won } of conflicts) {
+        if (await host.isLocalOrder(lost.order)) entryOf(userId, sessionId).conflict = { version: lost.version, local: lost.state, remote: won.state };
+      }
+      if (bySession.size > 0) {
+        host.publish([...bySession.values()].map(({ kinds, ...change }) => ({ ...change, kinds: [...kinds] })));
+      }
+      if (!page.more) return;
+    }
+  };
+
+  const toError = (error: unknown): TabulaError => {
+    if (error instanceof TabulaError) return error;
+    if (error instanceof HttpFailure) {
+      const parsed = ErrorResponseSchema.safeParse(error.body);
+      const message = parsed.success ? parsed.data.error.message : `HTTP ${error.status}`;
+      const code = error.status === 401 ? 'sync/unauthorized' : parsed.success ? parsed.data.error.code : 'sync/failed';
+      return new TabulaError(code, `The sync server refused the request: ${message}`);
+    }
+    return new TabulaError('sync/offline', 'The sync server is unreachable; local writes are queued and sync resumes by itself.', { cause: error });
+  };
+
+  /** One push-and-pull; serialized, so flush() and the leader never overlap in this tab. */
+  const cycle = (): Promise<void> => {
+    const next = running.then(async () => {
+      if (closed) throw new TabulaError('storage/closed', `Tabula "${host.name}" is closed; sync stopped.`);
+      setStatus({ state: 'syncing', pending: await countPending() });
+      try {
+        await push();
+        await pull();
+        failures = 0;
+        setStatus({ state: 'idle', pending: await countPending(), lastSyncedAt: Date.now() });
+      } catch (error) {
+        failures += 1;
+        const failure = toError(error);
+        const state = failure.code === 'sync/unauthorized' ? 'unauthorized' : failure.code === 'sync/offline' ? 'offline' : 'error';
+        if (state === 'unauthorized') token = null;
+        if (!closed) setStatus({ state, pending: await countPending().catch(() => status.pending), error: failure });
+        if (state === 'error') host.onError(failure);
+        throw failure;
+      }
+    });
+    running = next.catch(() => undefined);
+    return next;
+  };
+
+  const nudge = () => {
+    nudged = true;
+    wake?.();
+  };
+
+  /** Pokes from the server's event stream wake the leader; reconnects with backoff while it leads. */
+  const listen = async (): Promise<void> => {
+    let streamFailures = 0;
+    while (!closed) {
+      try {
+        const response = await doFetch(`${base}${SYNC_PATHS.events}`, {
+          headers: { accept: 'text/event-stream', authorization: `Bearer ${await currentToken(false)}` },
+          signal: closing.signal,
+        });
+        if (!response.ok || !response.body) {
+          await response.body?.cancel();
+          // A refused token is the cycle's to renew; the stream waits for it.
+          if (response.status === 401) token = null;
+          throw new HttpFailure(response.status, null);
+        }
+        streamFailures = 0;
+        await readPokes(response.body, closing.signal, nudge);
+      } catch {
+        streamFailures += 1;
+      }
+      if (closed) return;
+      // The stream ended or failed: pokes may have been missed meanwhile.
+      nudge();
+      await pause(backoff(pollMs, streamFailures), closing.signal);
+    }
+  };
+
+  /** The leader's loop: a cycle on every nudge, poke and poll, backing off with jitter after failures. */
+  const lead = async () => {
+    leading = true;
+    const listening = listen();
+    const removeTriggers = addTriggers(nudge);
+    try {
+      while (!closed) {
+        nudged = false;
+        if (!paused && status.state !== 'unauthorized') await cycle().catch(() => undefined);
+        if (closed) break;
+        if (nudged && failures === 0) continue;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, failures === 0 ? pollMs : backoff(pollMs, failures));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = null;
+      }
+    } finally {
+      removeTriggers();
+      await listening;
+    }
+  };
+
+  const stopBoardNotices = host.boards.onLocalChange((sessionId) => {
+    dirtyBoards.add(sessionId);
+    if (leading && failures === 0) nudge();
+  });
+  if (tabs) {
+    tabs.onmessage = (event: MessageEvent<unknown>) => {
+      if (!isTabMessage(event.data)) return;
+      const message = event.data;
+      if (message.kind === 'nudge') {
+        if (leading && failures === 0) nudge();
+      } else if (!leading) {
+        // Another tab leads: show its status here.
+        const { state, pending, lastSyncedAt, error } = message;
+        setStatus({ state, pending, lastSyncedAt, ...(error ? { error: new TabulaError(error.code as TabulaError['code'], error.message) } : {}) });
+      }
+    };
+  }
+
+  const leadership = host.locks
+    .request(`tabula:${host.name}:sync-leader`, { signal: closing.signal }, lead)
+    .catch((error: unknown) => {
+      if (!closed) host.onError(toError(error));
+    });
+
+  return {
+    status: () => status,
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    flush: () => cycle(),
+    pause() {
+      paused = true;
+    },
+    resume() {
+      paused = false;
+      if (status.state === 'unauthorized') setStatus({ state: 'idle' });
+      nudge();
+    },
+    nudge() {
+      if (leading) {
+        if (failures === 0) nudge();
+      } else {
+        tabs?.postMessage({ v: 1, kind: 'nudge' } satisfies TabMessage);
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      stopBoardNotices();
+      wake?.();
+      closing.abort();
+      tabs?.close();
+      await running;
+      await leadership;
+    },
+  };
+}
+
+/** Calls `nudge` when the browser comes back online or the page gets focus; returns the remover. */
+function addTriggers(nudge: () => void): () => void {
+  const target = globalThis as Partial<Pick<Window, 'addEventListener' | 'removeEventListener'>>;
+  if (typeof target.addEventListener !== 'function' || typeof target.removeEventListener !== 'function') return () => undefined;
+  const onVisible = () => {
+    if (typeof document === 'undefined' || document.visibilityState === 'visible') nudge();
+  };
+  target.addEventListener('online', nudge);
+  target.addEventListener('focus', nudge);
+  target.addEventListener('visibilitychange', onVisible);
+  const remove = target.removeEventListener.bind(target);
+  return () => {
+    remove('online', nudge);
+    remove('focus', nudge);
+    remove('visibilitychange', onVisible);
+  };
+}
