@@ -24,13 +24,12 @@ import {
   parseWire,
   type ErrorResponse,
   type HealthResponse,
-  type PullItem,
   type PushResponse,
   type SyncErrorCode,
   type SyncLimits,
 } from '../sync/protocol.js';
 import { bearerToken, createVerifier, type SyncAuth } from './auth.js';
-import { decodeBoardUpdate, encodeBase64 } from './board.js';
+import { decodeBoardUpdate } from './board.js';
 import type { ServerStore, StorePushItem } from './store.js';
 
 /** Options of {@link createSyncServer}. */
@@ -192,16 +191,12 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
     const pull = parseWire(PullRequestSchema, await readJson(c.req.raw, limits.maxBodyBytes), 'The pull body');
     const limit = Math.min(pull.limit ?? limits.maxPullItems, limits.maxPullItems);
     const page = await store.pull(userId, pull.cursor === null ? 0 : Number(pull.cursor), limit);
-    // Built as text: an op is spliced in as the JSON the store wrote from a validated op,
-    // which spares parsing and re-serialising every op of the page.
-    const items = page.items.map((item) =>
-      'opJson' in item
-        ? `{"clientId":${JSON.stringify(item.clientId)},"op":${item.opJson}}`
-        : JSON.stringify({ clientId: item.clientId, board: { sessionId: item.board.sessionId, update: encodeBase64(item.board.update) } } satisfies PullItem),
-    );
+    // Built as text from the items' wire JSON, which the store made from what it validated
+    // and stored: nothing of the page is parsed or serialised again.
+    const items = page.items.map((item) => item.json).join(',');
     const last = page.items[page.items.length - 1];
     const cursor = last === undefined ? pull.cursor : String(last.position);
-    return c.body(`{"items":[${items.join(',')}],"cursor":${JSON.stringify(cursor)},"more":${page.more}}`, 200, { 'Content-Type': 'application/json' });
+    return c.body(`{"items":[${items}],"cursor":${JSON.stringify(cursor)},"more":${page.more}}`, 200, { 'Content-Type': 'application/json' });
   });
 
   app.get(SYNC_PATHS.events, async (c) => {
