@@ -43,10 +43,13 @@ DECLARE
   v_fresh bigint;
   v_max bigint;
 BEGIN
-  -- The head row lock serialises this user's pushes across every instance (guarantee 3);
-  -- ON CONFLICT DO UPDATE locks the row, existing or new.
-  INSERT INTO tabula_heads AS h (user_id, head) VALUES (p_user, 0)
-    ON CONFLICT (user_id) DO UPDATE SET head = h.head RETURNING h.head INTO v_head;
+  -- The head row lock serialises this user's pushes across every instance (guarantee 3).
+  -- FOR UPDATE locks without writing a row version; a new user's row is created first.
+  SELECT h.head INTO v_head FROM tabula_heads h WHERE h.user_id = p_user FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO tabula_heads (user_id, head) VALUES (p_user, 0) ON CONFLICT (user_id) DO NOTHING;
+    SELECT h.head INTO v_head FROM tabula_heads h WHERE h.user_id = p_user FOR UPDATE;
+  END IF;
   SELECT c.last_seq INTO v_last FROM tabula_clients c WHERE c.user_id = p_user AND c.client_id = p_client;
   v_last := coalesce(v_last, 0);
   SELECT count(*), max(q) INTO v_fresh, v_max FROM unnest(p_seqs) AS t(q) WHERE q > v_last;
