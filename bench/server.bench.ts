@@ -1,29 +1,39 @@
 /**
- * The sync server over real HTTP (listen on a free port, Node's fetch as the
- * client): push and pull throughput on SQLite and on PostgreSQL, each beside
- * the same rows written and read with the raw driver in the same run, and
- * poke latency on one instance and across two PostgreSQL instances.
+ * The sync server as it is deployed: the `tabula-server` CLI in a process of
+ * its own, over real HTTP, with CLIENTS concurrent clients in this process.
+ * Push and pull throughput on SQLite and on PostgreSQL, each beside the same
+ * rows written and read with the raw driver in this process in the same run,
+ * and poke latency on one instance and across two PostgreSQL instances.
  * Run with `npm run bench server` (or `npx tsx bench/server.bench.ts`).
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import type { Op } from '../src/core/index.js';
 import { createSyncServer, postgresStore, sqliteStore, type ServerStore } from '../src/server/index.js';
 import { startPostgres } from '../test/server/embedded-postgres.js';
 import { SECRET, noteOp, sseReader, tokenFor } from '../test/server/helpers.js';
+import { PullResponseSchema } from '../src/sync/index.js';
 import { quantile } from './lib/measure.js';
 import { report, type BenchRow } from './lib/report.js';
 
 const CLIENTS = 4;
-const PUSHES = 15;
+const PUSHES = 25;
 const BATCH = 100;
 const PAGE = 1000;
+// A pull of the whole workload takes tens of ms: each pull figure times this many passes over it,
+// so that one descheduling of a process on the shared machine does not make the figure.
+const PULL_PASSES = 5;
+const PULLED = PULL_PASSES * CLIENTS * PUSHES * BATCH;
 const POKES = 60;
 // The machine is shared: each figure is the best of ROUNDS, server and raw driver measured alternately.
-const ROUNDS = 3;
+const ROUNDS = 5;
 const best = (values: number[]): number => Math.max(...values);
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tabula-bench-server-'));
@@ -35,7 +45,14 @@ const rows: BenchRow[] = [];
  * Each client is another user's device: a server's load is many users, and one
  * user's pushes commit one at a time by design (their order is the pull order).
  */
-function workload(prefix: string): { userId: string; clientId: string; batches: { seq: number; op: Op }[][] }[] {
+type Workload = { userId: string; clientId: string; batches: { seq: number; op: Op }[][] }[];
+const workloads = new Map<string, Workload>();
+function workload(prefix: string): Workload {
+  let clients = workloads.get(prefix);
+  if (!clients) workloads.set(prefix, (clients = generate(prefix)));
+  return clients;
+}
+function generate(prefix: string): Workload {
   return Array.from({ length: CLIENTS }, (_, c) => ({
     userId: `${prefix}-${c}`,
     clientId: `client${c}`,
@@ -48,10 +65,30 @@ function workload(prefix: string): { userId: string; clientId: string; batches: 
   }));
 }
 
-async function post(url: string, body: string, token: string): Promise<Response> {
-  const response = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body });
-  if (!response.ok) throw new Error(`${url}: ${response.status} ${await response.text()}`);
-  return response;
+// The clients are plain node:http requests on keep-alive connections: a load generator should cost
+// little next to the server it measures (fetch, undici, takes about a third more CPU per page).
+const agent = new http.Agent({ keepAlive: true });
+
+/** POSTs `body` with the token; resolves with the answer's text, rejects on a status other than 200. */
+function post(url: string, body: string, token: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      url,
+      { method: 'POST', agent, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('error', reject);
+        response.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          if (response.statusCode === 200) resolve(text);
+          else reject(new Error(`${url}: ${response.statusCode} ${text}`));
+        });
+      },
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
 }
 
 /** items/s pushing the workload through the server with CLIENTS concurrent clients. */
@@ -62,83 +99,174 @@ async function serverPush(url: string, prefix: string): Promise<number> {
   const start = performance.now();
   await Promise.all(
     clients.map(async ({ token, bodies }) => {
-      for (const body of bodies) await (await post(`${url}/v1/push`, body, token)).arrayBuffer();
+      for (const body of bodies) await post(`${url}/v1/push`, body, token);
     }),
   );
   return (CLIENTS * PUSHES * BATCH) / ((performance.now() - start) / 1000);
 }
 
-/** items/s pulling every user's whole log in pages of PAGE, one user after another. */
-async function serverPull(url: string, prefix: string): Promise<number> {
+/** What a pull answer ends with: the cursor and `more`. */
+const TAIL = /"cursor":("\d+"|null),"more":(true|false)}$/;
+/** Every item of a page starts so; inside a JSON string the quotes would be escaped, so the count is exact. */
+const ITEM = '{"clientId":';
+
+function countItems(page: string): number {
+  let count = 0;
+  for (let at = page.indexOf(ITEM); at >= 0; at = page.indexOf(ITEM, at + ITEM.length)) count++;
+  return count;
+}
+
+/**
+ * items/s pulling every user's whole log in pages of PAGE, CLIENTS clients at
+ * once (each another user's device). Like the raw driver, which hands back
+ * each op as JSON text, the clients take each page as text (every byte read,
+ * items counted) unless `parse`: then they `JSON.parse` every page, the
+ * clients' own cost, paid on this process's one thread.
+ */
+async function serverPull(url: string, prefix: string, parse: boolean): Promise<number> {
   const tokens = await Promise.all(workload(prefix).map((client) => tokenFor(client.userId)));
   let count = 0;
   const start = performance.now();
-  for (const token of tokens) {
-    let cursor: string | null = null;
-    for (;;) {
-      const page = (await (await post(`${url}/v1/pull`, JSON.stringify({ cursor, limit: PAGE }), token)).json()) as { items: unknown[]; cursor: string; more: boolean };
-      count += page.items.length;
-      cursor = page.cursor;
-      if (!page.more) break;
-    }
-  }
+  await Promise.all(
+    tokens.map(async (token) => {
+      for (let pass = 0; pass < PULL_PASSES; pass++) {
+        let cursor: string | null = null;
+        for (;;) {
+          const text = await post(`${url}/v1/pull`, JSON.stringify({ cursor, limit: PAGE }), token);
+          let more: boolean;
+          if (parse) {
+            const page = JSON.parse(text) as { items: unknown[]; cursor: string; more: boolean };
+            count += page.items.length;
+            cursor = page.cursor;
+            more = page.more;
+          } else {
+            const tail = TAIL.exec(text)!;
+            count += countItems(text);
+            cursor = JSON.parse(tail[1]!) as string | null;
+            more = tail[2] === 'true';
+          }
+          if (!more) break;
+        }
+      }
+    }),
+  );
   const seconds = (performance.now() - start) / 1000;
-  if (count !== CLIENTS * PUSHES * BATCH) throw new Error(`pulled ${count} items`);
+  if (count !== PULLED) throw new Error(`pulled ${count} items`);
   return count / seconds;
 }
 
-/** The same pull through `server.fetch`: the server's own cost, without sockets and the client's JSON parse. */
+/** Pulls every user's log once, checking every page against the protocol schema: the items the timed pulls count are real. */
+async function checkPull(url: string, prefix: string): Promise<void> {
+  for (const client of workload(prefix)) {
+    const token = await tokenFor(client.userId);
+    const ids: string[] = [];
+    let cursor: string | null = null;
+    for (;;) {
+      const page = PullResponseSchema.parse(JSON.parse(await post(`${url}/v1/pull`, JSON.stringify({ cursor, limit: PAGE }), token)));
+      for (const item of page.items) if ('op' in item) ids.push(item.op.id);
+      cursor = page.cursor;
+      if (!page.more) break;
+    }
+    const pushed = client.batches.flat().map((item) => item.op.id);
+    if (ids.join() !== pushed.join()) throw new Error(`${client.userId}: the pull does not return the pushed ops in order`);
+  }
+}
+
+/**
+ * The same pull through `server.fetch` in this process, one client: the
+ * server's own cost, without sockets and without parsing the items (only
+ * the envelope's tail is read, as a client that streams items would).
+ */
 async function inProcessPull(store: ServerStore, prefix: string): Promise<number> {
   const server = createSyncServer({ store, auth: { secret: SECRET } });
   const tokens = await Promise.all(workload(prefix).map((client) => tokenFor(client.userId)));
   let count = 0;
   const start = performance.now();
-  for (const token of tokens) {
-    let cursor: string | null = null;
-    for (;;) {
-      const response = await server.fetch(new Request('http://bench/v1/pull', { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify({ cursor, limit: PAGE }) }));
-      const text = await response.text();
-      // Only the envelope's tail is read: cursor and more, as a client that streams items would.
-      const tail = /"cursor":("\d+"|null),"more":(true|false)}$/.exec(text)!;
-      count += PAGE;
-      cursor = JSON.parse(tail[1]!) as string | null;
-      if (tail[2] === 'false') break;
+  for (let pass = 0; pass < PULL_PASSES; pass++) {
+    for (const token of tokens) {
+      let cursor: string | null = null;
+      for (;;) {
+        const response = await server.fetch(new Request('http://bench/v1/pull', { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify({ cursor, limit: PAGE }) }));
+        const tail = TAIL.exec(await response.text())!;
+        cursor = JSON.parse(tail[1]!) as string | null;
+        if (tail[2] === 'false') break;
+      }
+      // Positions of one user run 1, 2, 3… without holes: the last cursor is the user's item count.
+      count += Number(cursor);
     }
   }
-  return Math.min(count, CLIENTS * PUSHES * BATCH) / ((performance.now() - start) / 1000);
+  const seconds = (performance.now() - start) / 1000;
+  if (count !== PULLED) throw new Error(`pulled ${count} items`);
+  return count / seconds;
 }
 
-async function withServer<T>(store: ServerStore, work: (url: string) => Promise<T>): Promise<T> {
-  const server = createSyncServer({ store, auth: { secret: SECRET } });
-  const listening = await server.listen({ port: 0 });
+/**
+ * Runs `tabula-server` (the CLI, through tsx) in a child process on a free
+ * port, as it is deployed: the server's work then does not share a thread
+ * with the clients' JSON parsing. `work` gets its URL; SIGTERM stops it.
+ */
+async function withServer<T>(args: readonly string[], work: (url: string) => Promise<T>): Promise<T> {
+  const cli = fileURLToPath(new URL('../src/server/cli.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', cli, '--port', '0', ...args], {
+    env: { ...process.env, TABULA_JWT_SECRET: SECRET },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const match = / listening on (\S+)/.exec(line);
+      if (match) resolve(match[1]!);
+    });
+    void exited.then(() => reject(new Error(`tabula-server ${args.join(' ')} exited before listening`)));
+  });
   try {
-    return await work(listening.url);
+    return await work(url);
   } finally {
-    await server.close();
+    child.kill('SIGTERM');
+    await exited;
   }
+}
+
+/**
+ * Rounds of: the server's push, its pull (clients reading text, then parsing),
+ * the in-process pull, then the raw driver's push and pull; each figure the
+ * best of ROUNDS, rows added to the report under `name`.
+ */
+async function throughput(name: string, url: string, store: ServerStore, raw: (round: number) => Promise<{ push: number; pull: number }>, notes: { push: string; pull: string }): Promise<void> {
+  await serverPush(url, `${name}-warmup`);
+  const figures = { push: [] as number[], pull: [] as number[], parsed: [] as number[], local: [] as number[], rawPush: [] as number[], rawPull: [] as number[] };
+  for (let round = 0; round < ROUNDS; round++) {
+    const prefix = `${name}-${round}`;
+    figures.push.push(await serverPush(url, prefix));
+    if (round === 0) await checkPull(url, prefix);
+    figures.pull.push(await serverPull(url, prefix, false));
+    figures.parsed.push(await serverPull(url, prefix, true));
+    figures.local.push(await inProcessPull(store, prefix));
+    const driver = await raw(round);
+    figures.rawPush.push(driver.push);
+    figures.rawPull.push(driver.pull);
+  }
+  const rp = best(figures.rawPush);
+  const rq = best(figures.rawPull);
+  const row = (label: string, values: number[], base: number, note: string): BenchRow => ({ case: `${name} ${label}`, unit: 'items/s', tabula: Math.round(best(values)), baseline: Math.round(base), ratio: best(values) / base, note });
+  rows.push(row(`push (${CLIENTS} users' clients × ${PUSHES} pushes of ${BATCH})`, figures.push, rp, notes.push));
+  rows.push(row(`pull (${CLIENTS} clients, pages of ${PAGE})`, figures.pull, rq, notes.pull));
+  rows.push(row(`pull, clients JSON.parse every page`, figures.parsed, rq, 'the clients parse in this process, on one thread: their cost, not the server\'s'));
+  rows.push(row(`pull through server.fetch, no sockets`, figures.local, rq, 'the server in this process, one client, items not parsed'));
 }
 
 // --- SQLite ---------------------------------------------------------------
 {
-  const store = sqliteStore(path.join(dir, 'server.db'));
-  await withServer(store, async (url) => {
-    await serverPush(url, 'warmup');
-    const [push, pull, local, rawPush, rawPull]: [number[], number[], number[], number[], number[]] = [[], [], [], [], []];
-    for (let round = 0; round < ROUNDS; round++) {
-      push.push(await serverPush(url, `sqlite${round}`));
-      pull.push(await serverPull(url, `sqlite${round}`));
-      local.push(await inProcessPull(store, `sqlite${round}`));
-      const raw = rawSqlite(path.join(dir, `raw${round}.db`));
-      rawPush.push(raw.push);
-      rawPull.push(raw.pull);
-    }
-    const rp = best(rawPush);
-    const rq = best(rawPull);
-    rows.push({ case: `SQLite push (${CLIENTS} users' clients × ${PUSHES} pushes of ${BATCH})`, unit: 'items/s', tabula: Math.round(best(push)), baseline: Math.round(rp), ratio: best(push) / rp, note: 'baseline: prepared INSERT, one transaction per 100 rows' });
-    rows.push({ case: `SQLite pull (pages of ${PAGE})`, unit: 'items/s', tabula: Math.round(best(pull)), baseline: Math.round(rq), ratio: best(pull) / rq, note: 'baseline: prepared SELECT of the same pages' });
-    rows.push({ case: `SQLite pull through server.fetch, no sockets`, unit: 'items/s', tabula: Math.round(best(local)), baseline: Math.round(rq), ratio: best(local) / rq, note: 'the server without HTTP transport and client parse' });
+  const file = path.join(dir, 'server.db');
+  await withServer(['--db', file], async (url) => {
+    // A second connection to the server's file, for the in-process row (WAL lets it read beside the server).
+    const store = sqliteStore(file);
+    await throughput('SQLite', url, store, async (round) => rawSqlite(path.join(dir, `raw${round}.db`)), {
+      push: 'baseline: prepared INSERT, one transaction per 100 rows',
+      pull: 'baseline: prepared SELECT of the same pages',
+    });
+    await store.close();
   });
-  await store.close();
 }
 
 function rawSqlite(file: string): { push: number; pull: number } {
@@ -160,41 +288,31 @@ function rawSqlite(file: string): { push: number; pull: number } {
   const push = (CLIENTS * PUSHES * BATCH) / ((performance.now() - start) / 1000);
   const select = db.prepare<[string, number, number], { position: number; op: string }>('SELECT position, client_id, session_id, op, board FROM items WHERE user_id = ? AND position > ? ORDER BY position LIMIT ?');
   start = performance.now();
-  for (const client of clients) {
-    let after = 0;
-    for (;;) {
-      const page = select.all(client.userId, after, PAGE);
-      if (page.length === 0) break;
-      after = page[page.length - 1]!.position;
+  // better-sqlite3 is synchronous: one client after another is all it can do.
+  for (let pass = 0; pass < PULL_PASSES; pass++) {
+    for (const client of clients) {
+      let after = 0;
+      for (;;) {
+        const page = select.all(client.userId, after, PAGE);
+        if (page.length < PAGE) break;
+        after = page[page.length - 1]!.position;
+      }
     }
   }
-  const pull = (CLIENTS * PUSHES * BATCH) / ((performance.now() - start) / 1000);
+  const pull = PULLED / ((performance.now() - start) / 1000);
   db.close();
   return { push, pull };
 }
 
 // --- PostgreSQL -----------------------------------------------------------
-{
+await withServer(['--postgres', postgres.url], async (url) => {
   const store = postgresStore(postgres.url);
-  await withServer(store, async (url) => {
-    await serverPush(url, 'warmup');
-    const [push, pull, local, rawPush, rawPull]: [number[], number[], number[], number[], number[]] = [[], [], [], [], []];
-    for (let round = 0; round < ROUNDS; round++) {
-      push.push(await serverPush(url, `pg${round}`));
-      pull.push(await serverPull(url, `pg${round}`));
-      local.push(await inProcessPull(store, `pg${round}`));
-      const raw = await rawPostgres(postgres.url, `raw_items_${round}`);
-      rawPush.push(raw.push);
-      rawPull.push(raw.pull);
-    }
-    const rp = best(rawPush);
-    const rq = best(rawPull);
-    rows.push({ case: `PostgreSQL push (${CLIENTS} users' clients × ${PUSHES} pushes of ${BATCH})`, unit: 'items/s', tabula: Math.round(best(push)), baseline: Math.round(rp), ratio: best(push) / rp, note: 'baseline: pg multi-row INSERT per 100 rows, 4 connections' });
-    rows.push({ case: `PostgreSQL pull (pages of ${PAGE})`, unit: 'items/s', tabula: Math.round(best(pull)), baseline: Math.round(rq), ratio: best(pull) / rq, note: 'baseline: pg SELECT of the same pages' });
-    rows.push({ case: `PostgreSQL pull through server.fetch, no sockets`, unit: 'items/s', tabula: Math.round(best(local)), baseline: Math.round(rq), ratio: best(local) / rq, note: 'the server without HTTP transport and client parse' });
+  await throughput('PostgreSQL', url, store, (round) => rawPostgres(postgres.url, `raw_items_${round}`), {
+    push: `baseline: pg multi-row INSERT per 100 rows, ${CLIENTS} connections`,
+    pull: `baseline: pg SELECT of the same pages, ${CLIENTS} connections`,
   });
   await store.close();
-}
+});
 
 async function rawPostgres(url: string, table: string): Promise<{ push: number; pull: number }> {
   const pool = new pg.Pool({ connectionString: url, max: CLIENTS });
@@ -217,15 +335,19 @@ async function rawPostgres(url: string, table: string): Promise<{ push: number; 
   );
   const push = (CLIENTS * PUSHES * BATCH) / ((performance.now() - start) / 1000);
   start = performance.now();
-  for (const client of clients) {
-    let after = 0;
-    for (;;) {
-      const page = await pool.query<{ position: string }>(`SELECT position, client_id, session_id, op, board FROM ${table} WHERE user_id = $1 AND position > $2 ORDER BY position LIMIT $3`, [client.userId, after, PAGE]);
-      if (page.rows.length === 0) break;
-      after = Number(page.rows[page.rows.length - 1]!.position);
-    }
-  }
-  const pull = (CLIENTS * PUSHES * BATCH) / ((performance.now() - start) / 1000);
+  await Promise.all(
+    clients.map(async (client) => {
+      for (let pass = 0; pass < PULL_PASSES; pass++) {
+        let after = 0;
+        for (;;) {
+          const page = await pool.query<{ position: string }>(`SELECT position, client_id, session_id, op, board FROM ${table} WHERE user_id = $1 AND position > $2 ORDER BY position LIMIT $3`, [client.userId, after, PAGE]);
+          if (page.rows.length < PAGE) break;
+          after = Number(page.rows[page.rows.length - 1]!.position);
+        }
+      }
+    }),
+  );
+  const pull = PULLED / ((performance.now() - start) / 1000);
   await pool.end();
   return { push, pull };
 }
@@ -245,7 +367,7 @@ async function pokeLatency(pushUrl: string, listenUrl: string, userId: string): 
     const body = JSON.stringify({ clientId: 'pusher', items: [{ seq: i, op: noteOp(userId, 's', i) }] });
     const start = performance.now();
     const poked = events.next().then(() => performance.now() - start);
-    await (await post(`${pushUrl}/v1/push`, body, token)).arrayBuffer();
+    await post(`${pushUrl}/v1/push`, body, token);
     ack.push(performance.now() - start);
     poke.push(await poked);
   }
@@ -261,28 +383,18 @@ function latencyRows(name: string, samples: { poke: number[]; ack: number[] }): 
   }
 }
 
-{
-  const store = sqliteStore(path.join(dir, 'poke.db'));
-  await withServer(store, async (url) => latencyRows('one SQLite instance', await pokeLatency(url, url, 'poke-sqlite')));
-  await store.close();
-}
-{
-  const one = postgresStore(postgres.url);
-  const two = postgresStore(postgres.url);
-  await withServer(one, async (url1) => {
-    latencyRows('one PostgreSQL instance', await pokeLatency(url1, url1, 'poke-pg-1'));
-    await withServer(two, async (url2) => latencyRows('across two PostgreSQL instances', await pokeLatency(url1, url2, 'poke-pg-2')));
-  });
-  await one.close();
-  await two.close();
-}
+await withServer(['--db', path.join(dir, 'poke.db')], async (url) => latencyRows('one SQLite instance', await pokeLatency(url, url, 'poke-sqlite')));
+await withServer(['--postgres', postgres.url], async (url1) => {
+  latencyRows('one PostgreSQL instance', await pokeLatency(url1, url1, 'poke-pg-1'));
+  await withServer(['--postgres', postgres.url], async (url2) => latencyRows('across two PostgreSQL instances', await pokeLatency(url1, url2, 'poke-pg-2')));
+});
 
 await postgres.stop();
 rmSync(dir, { recursive: true, force: true });
 
 report({
   name: 'server',
-  title: 'Sync server over HTTP (Node fetch client, 127.0.0.1)',
+  title: `Sync server over HTTP (tabula-server in its own process; ${CLIENTS} concurrent node:http clients, 127.0.0.1)`,
   baseline: 'the same rows inserted / selected with the raw driver in the same run (better-sqlite3 prepared statement in one transaction per 100 rows; pg multi-row INSERT), and for pokes the push round trip',
   rows,
   goals: ['push and pull throughput ≥ 0.5× the raw driver (best of 3 rounds each, measured alternately)'],

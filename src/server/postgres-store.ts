@@ -31,14 +31,69 @@ CREATE TABLE IF NOT EXISTS tabula_items (
   op text, board bytea,
   PRIMARY KEY (user_id, position));
 CREATE INDEX IF NOT EXISTS tabula_items_board ON tabula_items (user_id, session_id, position) WHERE board IS NOT NULL;
+-- One push in one statement, so an op-only push is one round trip (its own transaction,
+-- committed before the answer comes back). Inside a function every statement takes a new
+-- snapshot, so the seq read after the head row lock sees the previous holder's commit.
+CREATE OR REPLACE FUNCTION tabula_push_v1(p_user text, p_client text, p_seqs bigint[], p_sessions text[], p_ops text[], p_boards bytea[])
+RETURNS TABLE (out_status text, out_last_seq bigint, out_appended bigint, out_head bigint)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_head bigint;
+  v_last bigint;
+  v_fresh bigint;
+  v_max bigint;
+BEGIN
+  -- The head row lock serialises this user's pushes across every instance (guarantee 3).
+  -- FOR UPDATE locks without writing a row version; a new user's row is created first.
+  SELECT h.head INTO v_head FROM tabula_heads h WHERE h.user_id = p_user FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO tabula_heads (user_id, head) VALUES (p_user, 0) ON CONFLICT (user_id) DO NOTHING;
+    SELECT h.head INTO v_head FROM tabula_heads h WHERE h.user_id = p_user FOR UPDATE;
+  END IF;
+  SELECT c.last_seq INTO v_last FROM tabula_clients c WHERE c.user_id = p_user AND c.client_id = p_client;
+  v_last := coalesce(v_last, 0);
+  SELECT count(*), max(q) INTO v_fresh, v_max FROM unnest(p_seqs) AS t(q) WHERE q > v_last;
+  IF v_fresh = 0 THEN
+    RETURN QUERY SELECT 'applied'::text, v_last, 0::bigint, v_head;
+    RETURN;
+  END IF;
+  -- The seqs are distinct: the new ones are lastSeq+1, lastSeq+2, … exactly when the highest is lastSeq + their count.
+  IF v_max <> v_last + v_fresh THEN
+    RETURN QUERY SELECT 'gap'::text, v_last, 0::bigint, v_head;
+    RETURN;
+  END IF;
+  INSERT INTO tabula_items (user_id, position, client_id, session_id, op, board)
+    SELECT p_user, v_head + (t.q - v_last), p_client, t.s, t.o, t.b
+    FROM unnest(p_seqs, p_sessions, p_ops, p_boards) AS t(q, s, o, b) WHERE t.q > v_last;
+  UPDATE tabula_heads SET head = v_head + v_fresh WHERE user_id = p_user;
+  INSERT INTO tabula_clients (user_id, client_id, last_seq) VALUES (p_user, p_client, v_max)
+    ON CONFLICT (user_id, client_id) DO UPDATE SET last_seq = excluded.last_seq;
+  RETURN QUERY SELECT 'applied'::text, v_max, v_fresh, v_head + v_fresh;
+END
+$fn$;
 `;
 
-interface ItemRow {
-  position: string;
-  client_id: string | null;
-  session_id: string;
-  op: string | null;
-  board: Buffer | null;
+const PUSH = 'SELECT out_status, out_last_seq, out_appended, out_head FROM tabula_push_v1($1, $2, $3, $4, $5, $6)';
+
+/**
+ * A page of a user's log, each item already in its wire JSON (a `PullItem`):
+ * PostgreSQL concatenates the stored op text (to_json escapes the ids) and
+ * base64s board bytes (encode wraps lines at 76 characters; translate takes
+ * the newlines out), so the page arrives as one string per item.
+ */
+const PAGE = `
+SELECT position, CASE
+  WHEN op IS NOT NULL THEN '{"clientId":' || coalesce(to_json(client_id)::text, 'null') || ',"op":' || op || '}'
+  ELSE '{"clientId":' || coalesce(to_json(client_id)::text, 'null') || ',"board":{"sessionId":' || to_json(session_id)::text
+    || ',"update":"' || translate(encode(board, 'base64'), E'\\n', '') || '"}}'
+END AS json
+FROM tabula_items WHERE user_id = $1 AND position > $2 ORDER BY position LIMIT $3`;
+
+interface PushRow {
+  out_status: 'applied' | 'gap';
+  out_last_seq: string;
+  out_appended: string;
+  out_head: string;
 }
 
 /** Options of {@link postgresStore}. */
@@ -129,41 +184,40 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
     return ready;
   };
 
-  /** Runs `work` in a transaction, then `after` (outside it, on the same connection) once it committed. */
-  async function inTransaction<T>(work: (client: Pg.PoolClient) => Promise<T>, after: (client: Pg.PoolClient, result: T) => Promise<void>): Promise<T> {
-    await open();
+  /** Runs `work` in a transaction on one pooled connection. */
+  async function inTransaction<T>(work: (client: Pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await pool.connect();
     try {
-      let result: T;
-      try {
-        await client.query('BEGIN');
-        result = await work(client);
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw error;
-      }
-      await after(client, result);
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
       return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
     } finally {
       client.release();
     }
   }
 
+  const pokesInFlight = new Set<Promise<void>>();
   /**
    * The poke goes out after COMMIT, not inside the transaction: a NOTIFY in a
    * transaction holds PostgreSQL's global notify lock across the commit's
    * flush, which serialises every pushing user's commits (measured: push
-   * throughput a third lower). A crash between COMMIT and NOTIFY loses only
-   * the poke; clients pull on reconnect and poll without one.
+   * throughput a third lower). The push is answered without waiting for it.
+   * A crash between COMMIT and NOTIFY loses only the poke; clients pull on
+   * reconnect and poll without one.
    */
-  async function notify(client: Pg.PoolClient, userId: string, result: StorePushResult): Promise<void> {
-    if (result.status !== 'applied' || result.appended === 0) return;
-    try {
-      await client.query('SELECT pg_notify($1, $2)', [CHANNEL, JSON.stringify({ u: userId, h: result.head })]);
-    } catch (error) {
-      console.error('tabula-server: sending a poke failed; listeners will catch up on their next pull', error);
-    }
+  function notify(userId: string, head: number): void {
+    const sent: Promise<void> = pool
+      .query('SELECT pg_notify($1, $2)', [CHANNEL, JSON.stringify({ u: userId, h: head })])
+      .then(
+        () => {},
+        (error: unknown) => console.error('tabula-server: sending a poke failed; listeners will catch up on their next pull', error),
+      )
+      .finally(() => pokesInFlight.delete(sent));
+    pokesInFlight.add(sent);
   }
 
   async function compact(client: Pg.PoolClient, userId: string, sessionId: string): Promise<void> {
@@ -184,66 +238,49 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
   }
 
   return {
-    push(userId, clientId, items: readonly StorePushItem[]) {
-      return inTransaction(async (client): Promise<StorePushResult> => {
-        // The head row lock serialises this user's pushes across every instance (guarantee 3).
-        // ON CONFLICT DO UPDATE locks the row, existing or new, in one round trip.
-        const headRow = await client.query<{ head: string }>(
-          'INSERT INTO tabula_heads (user_id, head) VALUES ($1, 0) ON CONFLICT (user_id) DO UPDATE SET head = tabula_heads.head RETURNING head',
-          [userId],
-        );
-        let head = Number(headRow.rows[0]!.head);
-        // A statement of its own, after the lock: its snapshot then sees the previous holder's commit.
-        const seqRow = await client.query<{ last_seq: string }>('SELECT last_seq FROM tabula_clients WHERE user_id = $1 AND client_id = $2', [userId, clientId]);
-        const lastSeq = Number(seqRow.rows[0]?.last_seq ?? 0);
-        const fresh = items.filter((item) => item.seq > lastSeq);
-        if (fresh.length === 0) return { status: 'applied', lastSeq, appended: 0, head };
-        if (fresh.some((item, i) => item.seq !== lastSeq + 1 + i)) return { status: 'gap', lastSeq };
-        const positions: number[] = [];
-        const sessions: string[] = [];
-        const ops: (string | null)[] = [];
-        const boards: (Buffer | null)[] = [];
-        const boardSessions = new Set<string>();
-        for (const item of fresh) {
-          positions.push(++head);
-          if ('op' in item) {
-            sessions.push(item.op.sessionId);
-            ops.push(JSON.stringify(item.op));
-            boards.push(null);
-          } else {
-            sessions.push(item.board.sessionId);
-            ops.push(null);
-            const bytes = item.board.update;
-            boards.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
-            boardSessions.add(item.board.sessionId);
-          }
+    async push(userId, clientId, items: readonly StorePushItem[]) {
+      await open();
+      const seqs: number[] = [];
+      const sessions: string[] = [];
+      const ops: (string | null)[] = [];
+      const boards: (Buffer | null)[] = [];
+      const boardSessions = new Set<string>();
+      for (const item of items) {
+        seqs.push(item.seq);
+        if ('op' in item) {
+          sessions.push(item.op.sessionId);
+          ops.push(JSON.stringify(item.op));
+          boards.push(null);
+        } else {
+          sessions.push(item.board.sessionId);
+          ops.push(null);
+          const bytes = item.board.update;
+          boards.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+          boardSessions.add(item.board.sessionId);
         }
-        const newSeq = fresh[fresh.length - 1]!.seq;
-        // One statement for the whole push (unnest turns the parallel arrays into rows), the head
-        // and the client's seq.
-        await client.query(
-          `WITH items AS (
-             INSERT INTO tabula_items (user_id, position, client_id, session_id, op, board)
-             SELECT $1, p, $2, s, o, b FROM unnest($3::bigint[], $4::text[], $5::text[], $6::bytea[]) AS t(p, s, o, b)),
-           heads AS (UPDATE tabula_heads SET head = $7 WHERE user_id = $1),
-           clients AS (
-             INSERT INTO tabula_clients (user_id, client_id, last_seq) VALUES ($1, $2, $8)
-             ON CONFLICT (user_id, client_id) DO UPDATE SET last_seq = excluded.last_seq)
-           SELECT 1`,
-          [userId, clientId, positions, sessions, ops, boards, head, newSeq],
-        );
-        // Compaction reads the rows just written, so it needs a statement of its own after them.
-        for (const sessionId of boardSessions) await compact(client, userId, sessionId);
-        return { status: 'applied', lastSeq: newSeq, appended: fresh.length, head };
-      }, (client, result) => notify(client, userId, result));
+      }
+      const params = [userId, clientId, seqs, sessions, ops, boards];
+      const result =
+        boardSessions.size === 0
+          ? // One statement in its own transaction: resolved after PostgreSQL has committed it.
+            toPushResult((await pool.query<PushRow>(PUSH, params)).rows[0])
+          : // Compaction reads the rows just written, so it needs statements of its own in the same transaction.
+            await inTransaction(async (client) => {
+              const pushed = toPushResult((await client.query<PushRow>(PUSH, params)).rows[0]);
+              if (pushed.status === 'applied' && pushed.appended > 0) for (const sessionId of boardSessions) await compact(client, userId, sessionId);
+              return pushed;
+            });
+      if (result.status === 'applied' && result.appended > 0) notify(userId, result.head);
+      return result;
     },
     async pull(userId, after, limit): Promise<StorePullPage> {
       await open();
-      const result = await pool.query<ItemRow>(
-        'SELECT position, client_id, session_id, op, board FROM tabula_items WHERE user_id = $1 AND position > $2 ORDER BY position LIMIT $3',
-        [userId, after, limit + 1],
-      );
-      const items: StorePulledItem[] = result.rows.slice(0, limit).map((row) => toItem(row, userId));
+      const result = await pool.query<[string, string | null]>({ text: PAGE, values: [userId, after, limit + 1], rowMode: 'array' });
+      const items: StorePulledItem[] = [];
+      for (const [position, json] of result.rows.slice(0, limit)) {
+        if (json === null) throw new TabulaError('storage/failed', `Item ${position} of user ${userId} holds neither an op nor a board update.`);
+        items.push({ position: Number(position), json });
+      }
       return { items, more: result.rows.length > limit };
     },
     async head(userId) {
@@ -266,6 +303,7 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
       clearTimeout(reconnectTimer);
       listeners.clear();
       await ready?.catch(() => {});
+      await Promise.all(pokesInFlight);
       const client = listener;
       listener = undefined;
       client?.release(true);
@@ -274,9 +312,8 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
   };
 }
 
-function toItem(row: ItemRow, userId: string): StorePulledItem {
-  const position = Number(row.position);
-  if (row.op !== null) return { position, clientId: row.client_id, opJson: row.op };
-  if (row.board === null) throw new TabulaError('storage/failed', `Item ${position} of user ${userId} holds neither an op nor a board update.`);
-  return { position, clientId: row.client_id, board: { sessionId: row.session_id, update: new Uint8Array(row.board) } };
+function toPushResult(row: PushRow | undefined): StorePushResult {
+  if (row === undefined) throw new TabulaError('storage/failed', 'tabula_push_v1 returned no row.');
+  if (row.out_status === 'gap') return { status: 'gap', lastSeq: Number(row.out_last_seq) };
+  return { status: 'applied', lastSeq: Number(row.out_last_seq), appended: Number(row.out_appended), head: Number(row.out_head) };
 }

@@ -24,13 +24,12 @@ import {
   parseWire,
   type ErrorResponse,
   type HealthResponse,
-  type PullItem,
   type PushResponse,
   type SyncErrorCode,
   type SyncLimits,
 } from '../sync/protocol.js';
 import { bearerToken, createVerifier, type SyncAuth } from './auth.js';
-import { decodeBoardUpdate, encodeBase64 } from './board.js';
+import { decodeBoardUpdate } from './board.js';
 import type { ServerStore, StorePushItem } from './store.js';
 
 /** Options of {@link createSyncServer}. */
@@ -91,31 +90,40 @@ function toErrorResponse(c: Context, error: unknown): Response {
 }
 
 /**
- * Reads a body of at most `maxBytes` without buffering more than that:
- * `Content-Length` is checked first, a chunked body is counted as it comes.
+ * Reads a body of at most `maxBytes` without buffering more than that. A
+ * body with `Content-Length` is read in one go (the HTTP parser delivers no
+ * more than it declares; @hono/node-server then reads it straight from the
+ * socket, without a web stream) and its size checked again; a chunked body
+ * is counted as it comes and cut off past the limit.
  */
 async function readJson(request: Request, maxBytes: number): Promise<unknown> {
   const tooLarge = (): TabulaError => new TabulaError('sync/too-large', `The request body is over the ${maxBytes}-byte limit; split the push.`);
-  const declared = Number(request.headers.get('content-length') ?? NaN);
-  if (declared > maxBytes) throw tooLarge();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  if (request.body) {
-    const reader = request.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > maxBytes) {
-        await reader.cancel();
-        throw tooLarge();
+  const declared = request.headers.get('content-length');
+  let bytes: Buffer;
+  if (declared !== null && /^\d+$/.test(declared)) {
+    if (Number(declared) > maxBytes) throw tooLarge();
+    bytes = Buffer.from(await request.arrayBuffer());
+    if (bytes.byteLength > maxBytes) throw tooLarge();
+  } else {
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    if (request.body) {
+      const reader = request.body.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        size += value.byteLength;
+        if (size > maxBytes) {
+          await reader.cancel();
+          throw tooLarge();
+        }
+        chunks.push(value);
       }
-      chunks.push(value);
     }
+    bytes = Buffer.concat(chunks);
   }
-  const text = Buffer.concat(chunks).toString('utf8');
   try {
-    return JSON.parse(text) as unknown;
+    return JSON.parse(bytes.toString('utf8')) as unknown;
   } catch {
     throw new TabulaError('schema/invalid', 'The request body is not JSON; send `Content-Type: application/json` with a JSON object.');
   }
@@ -192,16 +200,12 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
     const pull = parseWire(PullRequestSchema, await readJson(c.req.raw, limits.maxBodyBytes), 'The pull body');
     const limit = Math.min(pull.limit ?? limits.maxPullItems, limits.maxPullItems);
     const page = await store.pull(userId, pull.cursor === null ? 0 : Number(pull.cursor), limit);
-    // Built as text: an op is spliced in as the JSON the store wrote from a validated op,
-    // which spares parsing and re-serialising every op of the page.
-    const items = page.items.map((item) =>
-      'opJson' in item
-        ? `{"clientId":${JSON.stringify(item.clientId)},"op":${item.opJson}}`
-        : JSON.stringify({ clientId: item.clientId, board: { sessionId: item.board.sessionId, update: encodeBase64(item.board.update) } } satisfies PullItem),
-    );
+    // Built as text from the items' wire JSON, which the store made from what it validated
+    // and stored: nothing of the page is parsed or serialised again.
+    const items = page.items.map((item) => item.json).join(',');
     const last = page.items[page.items.length - 1];
     const cursor = last === undefined ? pull.cursor : String(last.position);
-    return c.body(`{"items":[${items.join(',')}],"cursor":${JSON.stringify(cursor)},"more":${page.more}}`, 200, { 'Content-Type': 'application/json' });
+    return c.body(`{"items":[${items}],"cursor":${JSON.stringify(cursor)},"more":${page.more}}`, 200, { 'Content-Type': 'application/json' });
   });
 
   app.get(SYNC_PATHS.events, async (c) => {

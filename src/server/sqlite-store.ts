@@ -7,7 +7,7 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { TabulaError } from '../core/errors.js';
-import { mergeBoardUpdates } from './board.js';
+import { encodeBase64, mergeBoardUpdates } from './board.js';
 import { loadDriver } from './driver.js';
 import { PokeListeners } from './listeners.js';
 import type { ServerStore, StoreOptions, StorePullPage, StorePulledItem, StorePushItem, StorePushResult } from './store.js';
@@ -24,13 +24,18 @@ CREATE TABLE IF NOT EXISTS tabula_items (
 CREATE INDEX IF NOT EXISTS tabula_items_board ON tabula_items (user_id, session_id, position) WHERE board IS NOT NULL;
 `;
 
-interface ItemRow {
-  position: number;
-  client_id: string | null;
-  session_id: string;
-  op: string | null;
-  board: Buffer | null;
-}
+/**
+ * A page of a user's log, each item already in its wire JSON (a `PullItem`):
+ * the op text as stored, the board bytes in base64. SQLite builds the text
+ * (json_quote escapes the ids), so the page reaches JavaScript as one string
+ * per item, not an object of five columns to be serialised again.
+ */
+const PAGE = `
+SELECT position, CASE
+  WHEN op IS NOT NULL THEN '{"clientId":' || json_quote(client_id) || ',"op":' || op || '}'
+  ELSE '{"clientId":' || json_quote(client_id) || ',"board":{"sessionId":' || json_quote(session_id) || ',"update":"' || tabula_base64(user_id, position, board) || '"}}'
+END
+FROM tabula_items WHERE user_id = ? AND position > ? ORDER BY position LIMIT ?`;
 
 /**
  * Opens (creating if needed) the SQLite database at `path` as a
@@ -45,6 +50,11 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
   db.pragma('synchronous = FULL');
   db.pragma('busy_timeout = 5000');
   db.exec(SCHEMA);
+  // Base64 for PAGE; SQLite calls it only for board rows.
+  db.function('tabula_base64', { deterministic: true }, (userId, position, board) => {
+    if (!Buffer.isBuffer(board)) throw new TabulaError('storage/failed', `Item ${String(position)} of user ${String(userId)} holds neither an op nor a board update.`);
+    return encodeBase64(board);
+  });
 
   const listeners = new PokeListeners();
   const getHead = db.prepare<[string], { head: number }>('SELECT head FROM tabula_heads WHERE user_id = ?');
@@ -59,9 +69,7 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
     'SELECT position, board FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL ORDER BY position',
   );
   const deleteBoard = db.prepare('DELETE FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL');
-  const page = db.prepare<[string, number, number], ItemRow>(
-    'SELECT position, client_id, session_id, op, board FROM tabula_items WHERE user_id = ? AND position > ? ORDER BY position LIMIT ?',
-  );
+  const page = db.prepare<[string, number, number], [number, string]>(PAGE).raw();
 
   function compact(userId: string, sessionId: string): void {
     if (countBoard.get(userId, sessionId)!.n <= compactAfter) return;
@@ -111,7 +119,8 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
       settle((): StorePullPage => {
         assertOpen();
         const rows = page.all(userId, after, limit + 1);
-        const items: StorePulledItem[] = rows.slice(0, limit).map((row) => toItem(row, userId));
+        const items: StorePulledItem[] = [];
+        for (let i = 0; i < rows.length && i < limit; i++) items.push({ position: rows[i]![0], json: rows[i]![1] });
         return { items, more: rows.length > limit };
       }),
     head: (userId) =>
@@ -146,10 +155,4 @@ function settle<T>(work: () => T): Promise<T> {
   } catch (error) {
     return Promise.reject(error instanceof Error ? error : new Error(String(error)));
   }
-}
-
-function toItem(row: ItemRow, userId: string): StorePulledItem {
-  if (row.op !== null) return { position: row.position, clientId: row.client_id, opJson: row.op };
-  if (row.board === null) throw new TabulaError('storage/failed', `Item ${row.position} of user ${userId} holds neither an op nor a board update.`);
-  return { position: row.position, clientId: row.client_id, board: { sessionId: row.session_id, update: new Uint8Array(row.board) } };
 }

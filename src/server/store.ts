@@ -30,15 +30,18 @@ export type StoredItem = { readonly op: Op } | { readonly board: { readonly sess
 export type StorePushItem = StoredItem & { readonly seq: number };
 
 /**
- * An item read back, with its position and the client that pushed it
- * (`null` for a compacted board update). An op comes back as the JSON text
- * the store wrote (`JSON.stringify` of the validated op), so a pull can
- * answer without parsing and re-serialising every op.
+ * An item read back: its position and the item as it goes on the wire, the
+ * JSON text of a `PullItem`, `{"clientId":…,"op":{…}}` or
+ * `{"clientId":…,"board":{"sessionId":…,"update":"<base64>"}}` (`clientId`
+ * null for a compacted board update). The store builds it in its query from
+ * what it wrote, the `JSON.stringify` of the validated op and the checked
+ * board bytes, so a pull sends it as it is, without parsing and
+ * re-serialising every item.
  */
-export type StorePulledItem = ({ readonly opJson: string } | { readonly board: { readonly sessionId: string; readonly update: Uint8Array } }) & {
+export interface StorePulledItem {
   readonly position: number;
-  readonly clientId: string | null;
-};
+  readonly json: string;
+}
 
 /** What `push` did. */
 export type StorePushResult =

@@ -6,7 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
 import * as Y from 'yjs';
 import { makeOp, type Op } from '../../src/core/index.js';
-import type { SyncServer } from '../../src/server/index.js';
+import type { StorePulledItem, SyncServer } from '../../src/server/index.js';
+import { PullResponseSchema } from '../../src/sync/protocol.js';
 
 /** A 32-byte HS256 secret for tests. */
 export const SECRET = 'tabula-test-secret-0123456789-abcdef';
@@ -57,6 +58,17 @@ export async function tokenFor(sub: string, options: { secret?: string; exp?: nu
   jwt.setExpirationTime(options.exp ?? '1h');
   if (options.nbf !== undefined) jwt.setNotBefore(options.nbf);
   return jwt.sign(new TextEncoder().encode(options.secret ?? SECRET));
+}
+
+/** A pulled item decoded: its wire JSON checked against the protocol's `PullItem` schema, board bytes from base64. */
+export type DecodedItem = { position: number; clientId: string | null } & ({ op: Op } | { board: { sessionId: string; update: Uint8Array } });
+
+/** Decodes a store's pulled item; throws when its JSON is not a valid `PullItem`. */
+export function decodePulled(item: StorePulledItem): DecodedItem {
+  const [wire] = PullResponseSchema.parse({ items: [JSON.parse(item.json)], cursor: null, more: false }).items;
+  if (!wire) throw new Error('no item');
+  if ('op' in wire) return { position: item.position, clientId: wire.clientId, op: wire.op };
+  return { position: item.position, clientId: wire.clientId, board: { sessionId: wire.board.sessionId, update: new Uint8Array(Buffer.from(wire.board.update, 'base64')) } };
 }
 
 /** A JSON request to the server with a bearer token (or none). */

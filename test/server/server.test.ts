@@ -295,6 +295,27 @@ describe('bad input changes nothing', () => {
     expect(await refusedAndEmpty(server, token, { clientId: 'c', items: [{ seq: 1, board: { sessionId: 's', update: big } }] }, 413, 'sync/too-large')).toMatch(/items\[0\]\.board\.update/);
   });
 
+  it('answers 413 for a body whose Content-Length is over maxBodyBytes, or that is longer than it declares', async () => {
+    const { server, store } = start({ limits: { maxBodyBytes: 4096 } });
+    const alice = uniqueUser('alice');
+    const token = await tokenFor(alice);
+    const body = (pad: number) => JSON.stringify({ clientId: 'c', items: notes(alice, 1, 1), pad: 'x'.repeat(pad) });
+    // Over real HTTP, fetch declares the length: a body within the limit is read, one over it refused.
+    const listening = await server.listen({ port: 0 });
+    const send = (text: string) => fetch(`${listening.url}/v1/push`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: text });
+    const over = await send(body(5000));
+    expectError({ status: over.status, json: await over.json() }, 413, 'sync/too-large');
+    expect(await store.lastSeq(alice, 'c')).toBe(0);
+    // A host that hands over a Request longer than its Content-Length says is caught after the read.
+    const lying = await server.fetch(
+      new Request('http://t/v1/push', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': '100' }, body: body(5000) }),
+    );
+    expectError({ status: lying.status, json: await lying.json() }, 413, 'sync/too-large');
+    expect(await store.lastSeq(alice, 'c')).toBe(0);
+    const within = await send(JSON.stringify({ clientId: 'c', items: notes(alice, 1, 1) }));
+    expect(await within.json()).toEqual({ lastSeq: 1 });
+  });
+
   it('answers a CORS preflight from an allowed origin only', async () => {
     const { server } = start({ cors: { origin: ['https://app.example'] } });
     const preflight = (origin: string) =>

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Op } from '../../src/core/index.js';
-import type { ServerStore, StorePulledItem, StorePushItem, StoreOptions } from '../../src/server/index.js';
-import { boardOf, boardWriter, noteOp, uniqueUser } from './helpers.js';
+import type { ServerStore, StorePushItem, StoreOptions } from '../../src/server/index.js';
+import { boardOf, boardWriter, decodePulled, noteOp, uniqueUser, type DecodedItem } from './helpers.js';
 
 /** What a store implementation provides to the suite. */
 export interface StoreSetup {
@@ -22,9 +22,9 @@ function ops(userId: string, from: number, to: number, sessionId = 's1'): StoreP
   return items;
 }
 
-/** The op of a pulled item, parsed; null for a board update. */
-function opOf(item: StorePulledItem): Op | null {
-  return 'opJson' in item ? (JSON.parse(item.opJson) as Op) : null;
+/** The op of a decoded item; null for a board update. */
+function opOf(item: DecodedItem): Op | null {
+  return 'op' in item ? item.op : null;
 }
 
 async function pullAll(store: ServerStore, userId: string, limit = 1000) {
@@ -32,7 +32,7 @@ async function pullAll(store: ServerStore, userId: string, limit = 1000) {
   let after = 0;
   for (;;) {
     const page = await store.pull(userId, after, limit);
-    items.push(...page.items);
+    items.push(...page.items.map(decodePulled));
     if (page.items.length > 0) after = page.items[page.items.length - 1]!.position;
     if (!page.more) return items;
   }
@@ -199,7 +199,7 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
       expect(s1.some((item) => item.clientId === null)).toBe(true);
       expect(boardOf(s1.map((item) => ('board' in item ? item.board.update : new Uint8Array())))).toEqual(board.doc.getMap('board').toJSON());
       // A reader that had the first 3 updates only (cursor at position 4) still gets the rest.
-      const late = (await store.pull(alice, 4, 1000)).items.filter((item) => 'board' in item && item.board.sessionId === 's1');
+      const late = (await store.pull(alice, 4, 1000)).items.map(decodePulled).filter((item) => 'board' in item && item.board.sessionId === 's1');
       expect(boardOf([...updates.slice(0, 3), ...late.map((item) => ('board' in item ? item.board.update : new Uint8Array()))])).toEqual(board.doc.getMap('board').toJSON());
       // Other sessions are left alone.
       expect(pulled.filter((item) => 'board' in item && item.board.sessionId === 'other')).toHaveLength(1);

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { Op } from '../../src/core/index.js';
 import { postgresStore, sqliteStore, type ServerStore } from '../../src/server/index.js';
-import { noteOp, uniqueUser } from './helpers.js';
+import { decodePulled, noteOp, uniqueUser } from './helpers.js';
 import { TEST_SEED } from '../unit/seed.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tabula-model-'));
@@ -43,7 +43,7 @@ async function check(store: ServerStore, commands: { client: number; delta: numb
   let after = 0;
   for (;;) {
     const page = await store.pull(userId, after, pageSize);
-    pulled.push(...page.items.map((item) => ('opJson' in item ? (JSON.parse(item.opJson) as Op).id : 'board')));
+    pulled.push(...page.items.map(decodePulled).map((item) => ('op' in item ? item.op.id : 'board')));
     if (page.items.length > 0) after = page.items[page.items.length - 1]!.position;
     if (!page.more) break;
   }
