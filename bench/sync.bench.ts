@@ -40,9 +40,13 @@ interface PageBench {
   exportSession(name: string, userId: string, sessionId: string): Promise<number>;
   importFresh(name: string, userId: string): Promise<number>;
   rawBulkAdd(fromName: string, toName: string): Promise<number>;
+  pullBreakdown(url: string, token: string): Promise<{ pages: number; networkMs: number; parseMs: number; validateMs: number }>;
   usesEvents(): boolean;
   deleteDb(name: string): Promise<void>;
 }
+
+/** The median of samples in ms. */
+const p0 = (samples: readonly number[]): number => summarise(samples).medianMs;
 
 const missing = missingChromiumMessage();
 if (missing) throw new Error(missing);
@@ -140,6 +144,12 @@ try {
     if (i > 0) await call(p2, 'deleteDb', name);
     console.log(`pull ${i + 1}: ${pulled.ms.toFixed(0)} ms; raw bulkAdd ${bulk[i]!.toFixed(0)} ms`);
   }
+  const parts = await call(p2, 'pullBreakdown', server.url, historyToken);
+  const applyMs = p0(pulls) - parts.networkMs - parts.parseMs - parts.validateMs;
+  console.log(
+    `where a pull's time goes (${parts.pages} pages): fetch + read ${parts.networkMs.toFixed(0)} ms, JSON.parse ${parts.parseMs.toFixed(0)} ms, ` +
+      `zod validation ${parts.validateMs.toFixed(0)} ms, the rest (open, applyOps, bulkAdd, cursor) ≈ ${applyMs.toFixed(0)} ms of the median pull`,
+  );
   await call(p2, 'exportSession', kept, historyUser, 'long');
   for (let i = 0; i < HISTORY_RUNS; i++) {
     const name = `bench-sync-import-${run}-${i}`;
@@ -159,7 +169,9 @@ try {
     tabula: p.medianMs,
     baseline: b.medianMs,
     ratio: p.medianMs / b.medianMs,
-    note: `${HISTORY_RUNS} runs, ${Math.ceil(HISTORY / DEFAULT_SYNC_LIMITS.maxPullItems)} pages; open + flush(), network and validation included`,
+    note:
+      `${HISTORY_RUNS} runs, ${parts.pages} pages; open + flush(), network included. Of one pull: fetch + read ${parts.networkMs.toFixed(0)} ms, ` +
+      `JSON.parse ${parts.parseMs.toFixed(0)} ms, zod ${parts.validateMs.toFixed(0)} ms, the rest (open, applyOps, bulkAdd, cursor) ≈ ${applyMs.toFixed(0)} ms`,
   });
   rows.push({
     case: `importSession of ${HISTORY.toLocaleString('en')} messages`,

@@ -11,7 +11,7 @@ import { expose } from './expose.js';
 import { makeOp } from '../../src/core/index.js';
 import { openTabula, ApproxTokenCounter, type SessionExport, type Tabula } from '../../src/index.js';
 import { createDb } from '../../src/store/schema.js';
-import { httpSync } from '../../src/sync/index.js';
+import { PullResponseSchema, httpSync, parseWire } from '../../src/sync/index.js';
 
 const now = (): number => performance.timeOrigin + performance.now();
 
@@ -151,6 +151,35 @@ async function pullFresh(options: { name: string; userId: string; url: string; t
   return { ms, messages };
 }
 
+/**
+ * Where a pull's time goes, outside the client: every page fetched and read as text (network and the
+ * server), JSON.parse, and the protocol's zod validation, each summed over the pages. What the
+ * client's pull takes beyond their sum is applying (applyOps, bulkAdd, cursor writes).
+ */
+async function pullBreakdown(url: string, token: string): Promise<{ pages: number; networkMs: number; parseMs: number; validateMs: number }> {
+  let cursor: string | null = null;
+  const out = { pages: 0, networkMs: 0, parseMs: 0, validateMs: 0 };
+  for (;;) {
+    let start = performance.now();
+    const response = await fetch(`${url}/v1/pull`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ cursor }),
+    });
+    const text = await response.text();
+    out.networkMs += performance.now() - start;
+    start = performance.now();
+    const json: unknown = JSON.parse(text);
+    out.parseMs += performance.now() - start;
+    start = performance.now();
+    const page = parseWire(PullResponseSchema, json, 'The pull response');
+    out.validateMs += performance.now() - start;
+    out.pages += 1;
+    cursor = page.cursor;
+    if (!page.more) return out;
+  }
+}
+
 /** The session's export, kept in the page for importSession runs. */
 let exported: SessionExport | null = null;
 
@@ -196,4 +225,4 @@ async function deleteDb(name: string): Promise<void> {
   await Dexie.delete(name);
 }
 
-expose({ openDevice, armRemote, arrival, appendNow, openEvents, armPoke, pokeArrival, rawPush, pullFresh, exportSession, importFresh, rawBulkAdd, usesEvents, deleteDb });
+expose({ openDevice, armRemote, arrival, appendNow, openEvents, armPoke, pokeArrival, rawPush, pullFresh, exportSession, importFresh, rawBulkAdd, pullBreakdown, usesEvents, deleteDb });
