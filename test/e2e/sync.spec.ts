@@ -405,6 +405,8 @@ test('30% of sync requests dropped, before the server or after it committed: the
   expect(view.shared!.notes).toHaveLength(6);
   expect(view.shared!.state.version).toBe(1);
   expect(dropped).toBeGreaterThan(0);
+  // The leaders keep polling through the routes: a request caught mid-route by the closing context is no failure.
+  for (const context of [c1, c2]) await context.unrouteAll({ behavior: 'ignoreErrors' });
   await c1.close();
   await c2.close();
 });
