@@ -1,0 +1,42 @@
+/** Sync client tests: a real sync server (SQLite on a temp file) called in-process, and devices on fake-indexeddb. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll } from 'vitest';
+import { createSyncServer, sqliteStore, type ServerStore, type SyncServer } from '../../../src/server/index.js';
+import { httpSync } from '../../../src/sync/index.js';
+import { SECRET, tokenFor } from '../../server/helpers.js';
+import { freshTabula, uniqueName } from '../store/helpers.js';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'tabula-sync-client-'));
+let serverCount = 0;
+const servers: { store: ServerStore; server: SyncServer }[] = [];
+afterAll(async () => {
+  for (const { store, server } of servers) {
+    await server.close();
+    await store.close();
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A sync server on its own SQLite file, closed after the test file. */
+export function startServer(): SyncServer {
+  const store = sqliteStore(path.join(dir, `server-${++serverCount}.db`));
+  const server = createSyncServer({ store, auth: { secret: SECRET } });
+  servers.push({ store, server });
+  return server;
+}
+
+/** A fetch that reaches `server` without a port. */
+export const viaServer = (server: SyncServer): typeof fetch => (input, init) => server.fetch(new Request(input instanceof Request ? input : String(input), init));
+
+/**
+ * A device of `userId`: a Tabula on its own database name (pass `name` to open one again, as after a
+ * crash), syncing with `server` through `fetchImpl`, polling only when asked (flush()).
+ */
+export async function device(server: SyncServer, userId: string, fetchImpl: typeof fetch = viaServer(server), name = uniqueName('device')) {
+  const token = await tokenFor(userId);
+  const tabula = await freshTabula({ name, userId, sync: httpSync({ url: 'http://sync.test', token, fetch: fetchImpl, pollIntervalMs: 3_600_000 }) });
+  return Object.assign(tabula, { name });
+}
+
