@@ -4,7 +4,7 @@
  * Each test starts its own server on its own port (8801…) and database.
  *
  * Guards (issue 12): what device 1 writes (a chat with a streamed reply,
- * notes, memory, a state save) reaches device 2 by itself; a device that
+ * notes, memory, a state save, its blackboard) reaches device 2 by itself; a device that
  * goes offline keeps writing and both converge when it is back; a server
  * SIGKILLed mid-push and restarted on its file loses nothing it acknowledged
  * and doubles nothing; when the leader tab closes another tab of the device
@@ -65,7 +65,9 @@ function snapshot(page: Page): Promise<unknown> {
       const memory: Record<string, unknown> = {};
       for (const key of await session.memory().keys()) memory[key] = await session.memory().get(key);
       const { updatedAt: _updatedAt, ...state } = await session.state();
+      await session.blackboard.whenLoaded;
       out[info.sessionId] = {
+        board: session.blackboard.toJSON(),
         messages: (await session.messages()).map((m) => [m.id, m.role, m.content, m.status, m.order]),
         notes: (await session.notes()).map((n) => [n.id, n.text]),
         memory,
@@ -113,7 +115,7 @@ function appendMany(page: Page, sessionId: string, prefix: string, count: number
 
 test.describe.configure({ timeout: 90_000 });
 
-test('a chat with a streamed reply, notes, memory and a save on device 1 reach device 2 by themselves', async ({ browser }) => {
+test('a chat with a streamed reply, notes, memory, a save and the blackboard on device 1 reach device 2 by themselves', async ({ browser }) => {
   const { url } = await startServer(0);
   const userId = uniqueDbName('alice');
   const token = await tokenFor(userId);
@@ -147,6 +149,12 @@ test('a chat with a streamed reply, notes, memory and a save on device 1 reach d
     await session.memory().set('language', 'fr');
     await session.memory('prefs').set('tone', { formal: false });
     await session.save({ tasks: ['reply'], summary: 'a greeting' });
+    const board = session.blackboard;
+    await board.whenLoaded;
+    board.set('plan', { steps: ['greet', 'ask'] });
+    board.set('draft', 'gone soon');
+    board.delete('draft');
+    await board.flushed();
   });
   const expected = await snapshot(one);
 
@@ -157,13 +165,16 @@ test('a chat with a streamed reply, notes, memory and a save on device 1 reach d
     assistant: (window as unknown as { seenAssistant: string[] }).seenAssistant,
   }));
   expect(seen.remote).toEqual(expect.arrayContaining(['message.append', 'note.add', 'memory.set', 'state.save']));
+  // The board's changes arrived as remote changes of the board itself.
+  expect(await two.evaluate(async () => (await window.device.tabula.session('chat')).blackboard.toJSON())).toEqual({ plan: { steps: ['greet', 'ask'] } });
   expect(new Set(seen.assistant)).toEqual(new Set(['complete:"Bonjour, ça va ?"']));
-  const chat = (expected as Record<string, { messages: unknown[][]; memory: unknown; state: { version: number; summary: string } }>).chat!;
+  const chat = (expected as Record<string, { messages: unknown[][]; memory: unknown; board: unknown; state: { version: number; summary: string } }>).chat!;
   expect(chat.messages.map((m) => [m[1], m[2], m[3]])).toEqual([
     ['user', 'Bonjour ?', 'complete'],
     ['assistant', 'Bonjour, ça va ?', 'complete'],
   ]);
   expect(chat.memory).toEqual({ language: 'fr' });
+  expect(chat.board).toEqual({ plan: { steps: ['greet', 'ask'] } });
   expect(chat.state).toMatchObject({ version: 1, summary: 'a greeting', tasks: ['reply'] });
   // The 'prefs' memory scope arrived too.
   expect(await two.evaluate(async () => (await window.device.tabula.session('chat')).memory('prefs').get('tone'))).toEqual({ formal: false });
@@ -187,6 +198,9 @@ test('device 2 goes offline, keeps writing, comes back: both devices converge', 
     const session = await window.device.tabula.session('chat');
     await session.note('written offline');
     await session.memory().set('where', 'train');
+    await session.blackboard.whenLoaded;
+    session.blackboard.set('offline', 'from device 2');
+    await session.blackboard.flushed();
   });
   // The write nudged device 2's leader, which found the server unreachable.
   await two.waitForFunction(() => window.device.statuses.some((s) => s.state === 'offline'));
@@ -194,16 +208,23 @@ test('device 2 goes offline, keeps writing, comes back: both devices converge', 
   await expect(two.evaluate(() => window.device.tabula.sync!.flush())).rejects.toThrow();
   // Meanwhile device 1 writes to the same session.
   await appendMany(one, 'chat', 'online-one-', 10);
-  await one.evaluate(async () => (await window.device.tabula.session('chat')).memory().set('where', 'office'));
+  await one.evaluate(async () => {
+    const session = await window.device.tabula.session('chat');
+    await session.memory().set('where', 'office');
+    await session.blackboard.whenLoaded;
+    session.blackboard.set('online', 'from device 1');
+    await session.blackboard.flushed();
+  });
 
   await c2.setOffline(false);
-  const view = (await converge([one, two])) as Record<string, { messages: unknown[][]; notes: unknown[][]; memory: Record<string, unknown> }>;
+  const view = (await converge([one, two])) as Record<string, { messages: unknown[][]; notes: unknown[][]; memory: Record<string, unknown>; board: unknown }>;
   const contents = view.chat!.messages.map((m) => m[2]);
   expect(contents).toHaveLength(23);
   expect(new Set(contents).size).toBe(23);
   expect(view.chat!.notes.map((n) => n[1])).toEqual(['written offline']);
   // Last writer by order key wins on both devices: device 1 wrote 'office' after device 2's 'train'.
   expect(view.chat!.memory).toEqual({ where: 'office' });
+  expect(view.chat!.board).toEqual({ offline: 'from device 2', online: 'from device 1' });
   await c1.close();
   await c2.close();
 });
@@ -330,8 +351,8 @@ test('an expired token gives unauthorized; a new one from the token function rec
     return { state: s.state, pending: s.pending, code: s.error?.code, requests: window.device.requests };
   });
   expect(status).toMatchObject({ state: 'unauthorized', code: 'sync/unauthorized' });
-  // No retry storm: the request and its one retry, then it waits for a new token.
-  expect(Object.values(status.requests).reduce((a, b) => a + b, 0)).toBe(2);
+  // No retry storm: the pull and its one retry, then no push or pull until a new token (the event stream backs off).
+  expect({ pull: status.requests['/v1/pull'], push: status.requests['/v1/push'] ?? 0 }).toEqual({ pull: 2, push: 0 });
 
   await one.evaluate(async (fresh) => {
     window.syncPage.token = fresh;
@@ -391,6 +412,9 @@ test('30% of sync requests dropped, before the server or after it committed: the
           if (i % 5 === 0) await session.note(`d${d} note ${i}`);
           if (i % 3 === 0) await session.memory().set(`k${i % 4}`, { d, i });
         }
+        await session.blackboard.whenLoaded;
+        session.blackboard.update({ [`by-${d}`]: d, shared: `last from ${d}` });
+        await session.blackboard.flushed();
         // Both devices save version 1: one wins everywhere.
         await session.save({ tasks: [`from device ${d}`] });
         const own = await window.device.tabula.session(`own-${d}`);
@@ -399,11 +423,12 @@ test('30% of sync requests dropped, before the server or after it committed: the
     ),
   );
 
-  const view = (await converge([one, two], 60_000)) as Record<string, { messages: unknown[][]; notes: unknown[][]; state: { version: number } }>;
+  const view = (await converge([one, two], 60_000)) as Record<string, { messages: unknown[][]; notes: unknown[][]; board: unknown; state: { version: number } }>;
   expect(Object.keys(view).sort()).toEqual(['own-0', 'own-1', 'shared']);
   expect(view.shared!.messages).toHaveLength(30);
   expect(view.shared!.notes).toHaveLength(6);
   expect(view.shared!.state.version).toBe(1);
+  expect(view.shared!.board).toMatchObject({ 'by-0': 0, 'by-1': 1 });
   expect(dropped).toBeGreaterThan(0);
   // The leaders keep polling through the routes: a request caught mid-route by the closing context is no failure.
   for (const context of [c1, c2]) await context.unrouteAll({ behavior: 'ignoreErrors' });
