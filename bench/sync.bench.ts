@@ -22,16 +22,18 @@ import { report, type BenchRow } from './lib/report.js';
 const PORT = Number(process.env.SYNC_BENCH_PORT ?? 8807);
 const LATENCY_RUNS = 30;
 const LATENCY_WARMUP = 3;
-/** Until the client listens to /v1/events, device 2 learns of changes by polling this often. */
+/** The leaders' poll interval; device 2 learns of a change from /v1/events long before it. */
 const POLL_MS = 1000;
-const HISTORY = 100_000;
+/** Messages of the long session; SYNC_BENCH_MESSAGES=1000 for a quick run. */
+const HISTORY = Number(process.env.SYNC_BENCH_MESSAGES ?? 100_000);
 const HISTORY_RUNS = 3;
 
 interface PageBench {
   openDevice(options: { name: string; userId: string; url: string; token: string; pollIntervalMs?: number }): Promise<void>;
   armRemote(): void;
   arrival(): Promise<number>;
-  appendNow(content: string): Promise<number>;
+  appendNow(content: string): Promise<{ at: number; committed: number }>;
+  requestsSince(since: number): { path: string; start: number; end: number }[];
   openEvents(url: string, token: string): Promise<void>;
   armPoke(): void;
   pokeArrival(): Promise<number>;
@@ -96,12 +98,23 @@ try {
   await call(p1, 'openDevice', { name: `bench-sync-d1-${run}`, userId, url: server.url, token, pollIntervalMs: POLL_MS });
   await call(p2, 'openDevice', { name: `bench-sync-d2-${run}`, userId, url: server.url, token, pollIntervalMs: POLL_MS });
   const ours: number[] = [];
+  // Where the time goes, each phase as ms after the append call, from the two devices' request logs.
+  const PHASES = ['committed locally', 'device 1 push sent', 'push answered', 'device 2 pull sent', 'pull answered', 'change event'] as const;
+  const phases = new Map<string, number[]>(PHASES.map((name) => [name, []]));
   for (let i = 0; i < LATENCY_WARMUP + LATENCY_RUNS; i++) {
     await call(p2, 'armRemote');
-    const sent = await call(p1, 'appendNow', `latency ${i}`);
+    const { at: sent, committed } = await call(p1, 'appendNow', `latency ${i}`);
     const got = await call(p2, 'arrival');
-    if (i >= LATENCY_WARMUP) ours.push(got - sent);
+    if (i < LATENCY_WARMUP) continue;
+    ours.push(got - sent);
+    const pushed = (await call(p1, 'requestsSince', sent)).find((entry) => entry.path === '/v1/push');
+    const pulled = pushed ? (await call(p2, 'requestsSince', pushed.start)).find((entry) => entry.path === '/v1/pull') : undefined;
+    if (!pushed || !pulled) continue;
+    const at = [committed, pushed.start, pushed.end, pulled.start, pulled.end, got];
+    PHASES.forEach((name, k) => phases.get(name)!.push(at[k]! - sent));
   }
+  const timeline = PHASES.map((name) => `${name} ${p0(phases.get(name)!).toFixed(1)}`).join(' → ');
+  console.log(`latency timeline (medians, ms after append()): ${timeline}`);
   const viaEvents = await call(p2, 'usesEvents');
   await call(p2, 'openEvents', server.url, rawToken);
   const raw: number[] = [];
@@ -119,7 +132,7 @@ try {
     tabula: o.medianMs,
     baseline: r.medianMs,
     ratio: o.medianMs / r.medianMs,
-    note: `p95 ${o.p95Ms.toFixed(1)} vs ${r.p95Ms.toFixed(1)}; device 2 ${viaEvents ? 'listens to /v1/events' : `polls every ${POLL_MS} ms (no /v1/events client yet)`}`,
+    note: `p95 ${o.p95Ms.toFixed(1)} vs ${r.p95Ms.toFixed(1)}; device 2 ${viaEvents ? 'listens to /v1/events' : `polls every ${POLL_MS} ms (no /v1/events client)`}. Medians after append(): ${timeline}`,
   });
   console.log(`latency: tabula median ${o.medianMs.toFixed(1)} ms (p95 ${o.p95Ms.toFixed(1)}), raw POST → poke ${r.medianMs.toFixed(1)} ms (p95 ${r.p95Ms.toFixed(1)})`);
   await c1.close();

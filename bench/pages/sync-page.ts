@@ -16,6 +16,22 @@ import { PullResponseSchema, httpSync, parseWire } from '../../src/sync/index.js
 const now = (): number => performance.timeOrigin + performance.now();
 
 let device: Tabula | null = null;
+
+/** The sync requests of this page's device: path, when sent, when the answer's headers came. */
+const requestLog: { path: string; start: number; end: number }[] = [];
+const loggedFetch: typeof fetch = async (input, init) => {
+  const entry = { path: new URL(input instanceof Request ? input.url : String(input)).pathname, start: now(), end: Number.NaN };
+  requestLog.push(entry);
+  if (requestLog.length > 1000) requestLog.splice(0, 500);
+  const response = await fetch(input, init);
+  entry.end = now();
+  return response;
+};
+
+/** The logged requests sent at or after `since`. */
+function requestsSince(since: number): { path: string; start: number; end: number }[] {
+  return requestLog.filter((entry) => entry.start >= since);
+}
 let nextRemote: { resolve: (at: number) => void } | null = null;
 
 /** Opens this page's device: Tabula with httpSync. */
@@ -25,7 +41,7 @@ async function openDevice(options: { name: string; userId: string; url: string; 
     name,
     userId,
     tokenCounter: new ApproxTokenCounter(),
-    sync: httpSync({ url, token, ...(pollIntervalMs === undefined ? {} : { pollIntervalMs }) }),
+    sync: httpSync({ url, token, fetch: loggedFetch, ...(pollIntervalMs === undefined ? {} : { pollIntervalMs }) }),
   });
   device.subscribe((change) => {
     if (change.origin === 'remote' && change.kinds.includes('message.append') && nextRemote) {
@@ -49,13 +65,13 @@ function arrival(): Promise<number> {
   return arrived;
 }
 
-/** Appends one message; returns the time just before the call. */
-async function appendNow(content: string): Promise<number> {
+/** Appends one message; returns the time just before the call and when it was committed locally. */
+async function appendNow(content: string): Promise<{ at: number; committed: number }> {
   if (!device) throw new Error('openDevice() first');
   const session = await device.session('latency');
   const at = now();
   await session.append({ role: 'user', content });
-  return at;
+  return { at, committed: now() };
 }
 
 // --- Baseline (a): a raw POST whose payload reaches another client's open /v1/events stream.
@@ -216,13 +232,13 @@ async function rawBulkAdd(fromName: string, toName: string): Promise<number> {
   return ms;
 }
 
-/** Whether this page has opened `/v1/events` (the sync client listens for pokes) so far. */
+/** Whether this page's sync client has opened `/v1/events` (it listens for pokes) so far. */
 function usesEvents(): boolean {
-  return performance.getEntriesByType('resource').some((entry) => new URL(entry.name).pathname === '/v1/events');
+  return requestLog.some((entry) => entry.path === '/v1/events');
 }
 
 async function deleteDb(name: string): Promise<void> {
   await Dexie.delete(name);
 }
 
-expose({ openDevice, armRemote, arrival, appendNow, openEvents, armPoke, pokeArrival, rawPush, pullFresh, exportSession, importFresh, rawBulkAdd, pullBreakdown, usesEvents, deleteDb });
+expose({ openDevice, armRemote, arrival, appendNow, openEvents, armPoke, pokeArrival, rawPush, pullFresh, exportSession, importFresh, rawBulkAdd, pullBreakdown, usesEvents, requestsSince, deleteDb });
