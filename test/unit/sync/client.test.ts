@@ -12,7 +12,7 @@ import { httpSync } from '../../../src/sync/index.js';
 import { PrefixContext, type SessionChange, type Tabula } from '../../../src/index.js';
 import { tokenFor, uniqueUser } from '../../server/helpers.js';
 import { device, startServer, viaServer } from './helpers.js';
-import { freshTabula, uniqueName, withoutLife } from '../store/helpers.js';
+import { freshTabula, withoutLife } from '../store/helpers.js';
 import { testSeed } from '../seed.js';
 
 /** Every session table of a device, without caches (token counts) and local-only rows (runs, outbox, meta). */
