@@ -1,0 +1,214 @@
+/**
+ * Sync through a real `tabula-server` process (SQLite in a temp directory),
+ * in the system Chromium, each device a browser context of its own.
+ * (a) From `append` on device 1 to the change event on device 2 (median,
+ *     p95), beside a raw fetch POST to the same server whose payload
+ *     reaches a second client's open `/v1/events` stream. Goal ≤ 3×.
+ * (b) A new device pulling and applying a 100k-message session (open +
+ *     flush), beside raw Dexie bulkAdd of the same rows. Goal ≤ 2×.
+ * (c) importSession of the same 100k messages, beside the same raw
+ *     bulkAdd. Goal ≤ 2×.
+ */
+import { chromium } from '@playwright/test';
+import { randomUUID } from 'node:crypto';
+import { makeOp, type Op } from '../src/core/index.js';
+import { DEFAULT_SYNC_LIMITS } from '../src/sync/protocol.js';
+import { chromiumLaunchOptions, missingChromiumMessage } from '../scripts/chromium.mjs';
+import { serverProcess, tokenFor } from '../test/e2e/sync-server.js';
+import { callPage, openBenchPage, serveRepository } from './lib/browser.js';
+import { summarise } from './lib/measure.js';
+import { report, type BenchRow } from './lib/report.js';
+
+const PORT = Number(process.env.SYNC_BENCH_PORT ?? 8807);
+const LATENCY_RUNS = 30;
+const LATENCY_WARMUP = 3;
+/** The leaders' poll interval; device 2 learns of a change from /v1/events long before it. */
+const POLL_MS = 1000;
+/** Messages of the long session; SYNC_BENCH_MESSAGES=1000 for a quick run. */
+const HISTORY = Number(process.env.SYNC_BENCH_MESSAGES ?? 100_000);
+const HISTORY_RUNS = 3;
+
+interface PageBench {
+  openDevice(options: { name: string; userId: string; url: string; token: string; pollIntervalMs?: number }): Promise<void>;
+  armRemote(): void;
+  arrival(): Promise<number>;
+  appendNow(content: string): Promise<{ at: number; committed: number }>;
+  requestsSince(since: number): { path: string; start: number; end: number }[];
+  openEvents(url: string, token: string): Promise<void>;
+  armPoke(): void;
+  pokeArrival(): Promise<number>;
+  rawPush(url: string, token: string, userId: string): Promise<number>;
+  pullFresh(options: { name: string; userId: string; url: string; token: string; sessionId: string }): Promise<{ ms: number; messages: number }>;
+  exportSession(name: string, userId: string, sessionId: string): Promise<number>;
+  importFresh(name: string, userId: string): Promise<number>;
+  rawBulkAdd(fromName: string, toName: string): Promise<number>;
+  pullBreakdown(url: string, token: string): Promise<{ pages: number; networkMs: number; parseMs: number; validateMs: number }>;
+  usesEvents(): boolean;
+  deleteDb(name: string): Promise<void>;
+}
+
+/** The median of samples in ms. */
+const p0 = (samples: readonly number[]): number => summarise(samples).medianMs;
+
+const missing = missingChromiumMessage();
+if (missing) throw new Error(missing);
+const { server: vite, url: base } = await serveRepository();
+const browser = await chromium.launch(chromiumLaunchOptions());
+const server = serverProcess({ port: PORT, origin: base });
+const run = Date.now().toString(36);
+
+/** Pushes a session of `n` messages for `userId` straight to the server, as one client would. */
+async function seedHistory(userId: string, token: string, sessionId: string, n: number): Promise<void> {
+  const clientId = 'benchseed';
+  const wall = Date.now() - n;
+  const order = (i: number): string => `${String(wall + i).padStart(15, '0')}.000000.${clientId}`;
+  const ops: Op[] = [makeOp('session.create', { id: randomUUID(), userId, sessionId, order: order(0), body: { createdAt: wall, forkOf: null } })];
+  for (let i = 1; i <= n; i++) {
+    const id = randomUUID();
+    const content =
+      i % 2 === 0
+        ? `Question ${i}: could you compare option ${i % 7} with option ${(i + 3) % 7}?`
+        : `Answer ${i}: option ${i % 7} is cheaper, but option ${(i + 3) % 7} is faster to set up and easier to maintain.`;
+    ops.push(makeOp('message.append', { id: randomUUID(), userId, sessionId, order: order(i), body: { id, createdAt: wall + i, status: 'complete', message: { role: i % 2 ? 'assistant' : 'user', content } } }));
+  }
+  for (let start = 0; start < ops.length; start += DEFAULT_SYNC_LIMITS.maxPushItems) {
+    const items = ops.slice(start, start + DEFAULT_SYNC_LIMITS.maxPushItems).map((op, k) => ({ seq: start + k + 1, op }));
+    const response = await fetch(`${server.url}/v1/push`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ clientId, items }),
+    });
+    if (!response.ok) throw new Error(`seeding: HTTP ${response.status} ${await response.text()}`);
+  }
+}
+
+try {
+  await server.start();
+  const userId = `bench-${run}`;
+  const token = await tokenFor(userId);
+  const rawUser = `bench-raw-${run}`;
+  const rawToken = await tokenFor(rawUser);
+  const [c1, c2] = [await browser.newContext(), await browser.newContext()];
+  const [p1, p2] = [await openBenchPage(c1, `${base}/bench/pages/sync.html`), await openBenchPage(c2, `${base}/bench/pages/sync.html`)];
+  const call = <K extends keyof PageBench>(page: typeof p1, method: K, ...args: Parameters<PageBench[K]>) =>
+    callPage<Awaited<ReturnType<PageBench[K]>>>(page, method, ...args);
+  const rows: BenchRow[] = [];
+
+  // (a) latency, device 1 → server → device 2.
+  await call(p1, 'openDevice', { name: `bench-sync-d1-${run}`, userId, url: server.url, token, pollIntervalMs: POLL_MS });
+  await call(p2, 'openDevice', { name: `bench-sync-d2-${run}`, userId, url: server.url, token, pollIntervalMs: POLL_MS });
+  const ours: number[] = [];
+  // Where the time goes, each phase as ms after the append call, from the two devices' request logs.
+  const PHASES = ['committed locally', 'device 1 push sent', 'push answered', 'device 2 pull sent', 'pull answered', 'change event'] as const;
+  const phases = new Map<string, number[]>(PHASES.map((name) => [name, []]));
+  for (let i = 0; i < LATENCY_WARMUP + LATENCY_RUNS; i++) {
+    await call(p2, 'armRemote');
+    const { at: sent, committed } = await call(p1, 'appendNow', `latency ${i}`);
+    const got = await call(p2, 'arrival');
+    if (i < LATENCY_WARMUP) continue;
+    ours.push(got - sent);
+    const pushed = (await call(p1, 'requestsSince', sent)).find((entry) => entry.path === '/v1/push');
+    const pulled = pushed ? (await call(p2, 'requestsSince', pushed.start)).find((entry) => entry.path === '/v1/pull') : undefined;
+    if (!pushed || !pulled) continue;
+    const at = [committed, pushed.start, pushed.end, pulled.start, pulled.end, got];
+    PHASES.forEach((name, k) => phases.get(name)!.push(at[k]! - sent));
+  }
+  const timeline = PHASES.map((name) => `${name} ${p0(phases.get(name)!).toFixed(1)}`).join(' → ');
+  console.log(`latency timeline (medians, ms after append()): ${timeline}`);
+  const viaEvents = await call(p2, 'usesEvents');
+  await call(p2, 'openEvents', server.url, rawToken);
+  const raw: number[] = [];
+  for (let i = 0; i < LATENCY_WARMUP + LATENCY_RUNS; i++) {
+    await call(p2, 'armPoke');
+    const sent = await call(p1, 'rawPush', server.url, rawToken, rawUser);
+    const got = await call(p2, 'pokeArrival');
+    if (i >= LATENCY_WARMUP) raw.push(got - sent);
+  }
+  const o = summarise(ours);
+  const r = summarise(raw);
+  rows.push({
+    case: 'append on device 1 → change event on device 2',
+    unit: 'ms (median)',
+    tabula: o.medianMs,
+    baseline: r.medianMs,
+    ratio: o.medianMs / r.medianMs,
+    note: `p95 ${o.p95Ms.toFixed(1)} vs ${r.p95Ms.toFixed(1)}; device 2 ${viaEvents ? 'listens to /v1/events' : `polls every ${POLL_MS} ms (no /v1/events client)`}. Medians after append(): ${timeline}`,
+  });
+  console.log(`latency: tabula median ${o.medianMs.toFixed(1)} ms (p95 ${o.p95Ms.toFixed(1)}), raw POST → poke ${r.medianMs.toFixed(1)} ms (p95 ${r.p95Ms.toFixed(1)})`);
+  await c1.close();
+
+  // (b) a new device pulls a 100k-message session; (c) importSession of it. Both beside raw bulkAdd.
+  const historyUser = `bench-history-${run}`;
+  const historyToken = await tokenFor(historyUser);
+  const seedStart = performance.now();
+  await seedHistory(historyUser, historyToken, 'long', HISTORY);
+  console.log(`seeded ${HISTORY.toLocaleString('en')} messages on the server in ${((performance.now() - seedStart) / 1000).toFixed(1)} s`);
+  const pulls: number[] = [];
+  const imports: number[] = [];
+  const bulk: number[] = [];
+  const kept = `bench-sync-pulled-${run}`;
+  for (let i = 0; i < HISTORY_RUNS; i++) {
+    const name = i === 0 ? kept : `bench-sync-pull-${run}-${i}`;
+    const pulled = await call(p2, 'pullFresh', { name, userId: historyUser, url: server.url, token: historyToken, sessionId: 'long' });
+    if (pulled.messages !== HISTORY) throw new Error(`the new device holds ${pulled.messages} messages, expected ${HISTORY}`);
+    pulls.push(pulled.ms);
+    bulk.push(await call(p2, 'rawBulkAdd', kept, `bench-sync-raw-${run}-${i}`));
+    await call(p2, 'deleteDb', `bench-sync-raw-${run}-${i}`);
+    if (i > 0) await call(p2, 'deleteDb', name);
+    console.log(`pull ${i + 1}: ${pulled.ms.toFixed(0)} ms; raw bulkAdd ${bulk[i]!.toFixed(0)} ms`);
+  }
+  const parts = await call(p2, 'pullBreakdown', server.url, historyToken);
+  const applyMs = p0(pulls) - parts.networkMs - parts.parseMs - parts.validateMs;
+  console.log(
+    `where a pull's time goes (${parts.pages} pages): fetch + read ${parts.networkMs.toFixed(0)} ms, JSON.parse ${parts.parseMs.toFixed(0)} ms, ` +
+      `zod validation ${parts.validateMs.toFixed(0)} ms, the rest (open, applyOps, bulkAdd, cursor) ≈ ${applyMs.toFixed(0)} ms of the median pull`,
+  );
+  await call(p2, 'exportSession', kept, historyUser, 'long');
+  for (let i = 0; i < HISTORY_RUNS; i++) {
+    const name = `bench-sync-import-${run}-${i}`;
+    imports.push(await call(p2, 'importFresh', name, historyUser));
+    bulk.push(await call(p2, 'rawBulkAdd', kept, `bench-sync-raw2-${run}-${i}`));
+    await call(p2, 'deleteDb', `bench-sync-raw2-${run}-${i}`);
+    await call(p2, 'deleteDb', name);
+    console.log(`import ${i + 1}: ${imports[i]!.toFixed(0)} ms; raw bulkAdd ${bulk[HISTORY_RUNS + i]!.toFixed(0)} ms`);
+  }
+  await call(p2, 'deleteDb', kept);
+  const p = summarise(pulls);
+  const im = summarise(imports);
+  const b = summarise(bulk);
+  rows.push({
+    case: `new device pulls a ${HISTORY.toLocaleString('en')}-message session`,
+    unit: 'ms (median)',
+    tabula: p.medianMs,
+    baseline: b.medianMs,
+    ratio: p.medianMs / b.medianMs,
+    note:
+      `${HISTORY_RUNS} runs, ${parts.pages} pages; open + flush(), network included. Of one pull: fetch + read ${parts.networkMs.toFixed(0)} ms, ` +
+      `JSON.parse ${parts.parseMs.toFixed(0)} ms, zod ${parts.validateMs.toFixed(0)} ms, the rest (open, applyOps, bulkAdd, cursor) ≈ ${applyMs.toFixed(0)} ms`,
+  });
+  rows.push({
+    case: `importSession of ${HISTORY.toLocaleString('en')} messages`,
+    unit: 'ms (median)',
+    tabula: im.medianMs,
+    baseline: b.medianMs,
+    ratio: im.medianMs / b.medianMs,
+    note: `${HISTORY_RUNS} runs`,
+  });
+
+  report({
+    name: 'sync',
+    title: 'Sync through a local tabula-server (SQLite), Chromium',
+    baseline: 'latency: raw fetch POST /v1/push → poke on another client\'s open /v1/events stream; history: raw Dexie bulkAdd of the same message rows (same indexes), one transaction',
+    rows,
+    goals: [
+      `append → remote change event: ${(o.medianMs / r.medianMs).toFixed(2)}× the raw POST → poke (goal ≤ 3×)`,
+      `new device pulls 100k: ${(p.medianMs / b.medianMs).toFixed(2)}× raw bulkAdd (goal ≤ 2×)`,
+      `importSession 100k: ${(im.medianMs / b.medianMs).toFixed(2)}× raw bulkAdd (goal ≤ 2×)`,
+    ],
+  });
+  await c2.close();
+} finally {
+  await browser.close();
+  await vite.close();
+  await server.dispose();
+}
