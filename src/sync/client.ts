@@ -317,6 +317,22 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     wake?.();
   };
 
+  /** Keeps `pending` current while no cycle runs (paused, offline, unauthorized). */
+  const refreshPending = () => {
+    countPending().then(
+      (pending) => {
+        if (!closed && pending !== status.pending) setStatus({ ...status, pending });
+      },
+      () => undefined,
+    );
+  };
+
+  /** A local write: the leader pushes at once, unless it is backing off (a nudge per write would be a retry storm). */
+  const localWrite = () => {
+    refreshPending();
+    if (failures === 0) nudge();
+  };
+
   /** Pokes from the server's event stream wake the leader; reconnects with backoff while it leads. */
   const listen = async (): Promise<void> => {
     let streamFailures = 0;
@@ -333,6 +349,11 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
           throw new HttpFailure(response.status, null);
         }
         streamFailures = 0;
+        // The stream took the token: a token() that was refused before works again, so sync resumes.
+        if (status.state === 'unauthorized') {
+          setStatus({ state: 'idle' });
+          nudge();
+        }
         await readPokes(response.body, closing.signal, nudge);
       } catch {
         streamFailures += 1;
@@ -372,14 +393,14 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
 
   const stopBoardNotices = host.boards.onLocalChange((sessionId) => {
     dirtyBoards.add(sessionId);
-    if (leading && failures === 0) nudge();
+    if (leading) localWrite();
   });
   if (tabs) {
     tabs.onmessage = (event: MessageEvent<unknown>) => {
       if (!isTabMessage(event.data)) return;
       const message = event.data;
       if (message.kind === 'nudge') {
-        if (leading && failures === 0) nudge();
+        if (leading) localWrite();
       } else if (!leading) {
         // Another tab leads: show its status here.
         const { state, pending, lastSyncedAt, error } = message;
@@ -411,7 +432,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     },
     nudge() {
       if (leading) {
-        if (failures === 0) nudge();
+        localWrite();
       } else {
         tabs?.postMessage({ v: 1, kind: 'nudge' } satisfies TabMessage);
       }

@@ -69,6 +69,26 @@ describe('httpSync: events and tabs', () => {
     await other.close();
   });
 
+  it('pending counts local writes while sync is paused, in the leader and in the other tabs', { timeout: 60_000 }, async () => {
+    const server = startServer();
+    const alice = uniqueUser('alice');
+    const name = uniqueName('device');
+    const leader = await device(server, alice, viaServer(server), name);
+    await statusWhere(leader, (status) => status.lastSyncedAt !== null);
+    const follower = await device(server, alice, viaServer(server), name);
+    leader.sync?.pause();
+    const chat = await follower.session('chat');
+    await chat.append({ role: 'user', content: 'queued' });
+    await chat.note('queued too');
+    // create + append + note, counted without a push.
+    await statusWhere(leader, (status) => status.pending === 3);
+    await statusWhere(follower, (status) => status.pending === 3);
+    leader.sync?.resume();
+    await statusWhere(follower, (status) => status.pending === 0 && status.state === 'idle');
+    await leader.close();
+    await follower.close();
+  });
+
   it('when the leader tab closes, another tab of the profile takes over', { timeout: 60_000 }, async () => {
     const server = startServer();
     const alice = uniqueUser('alice');
