@@ -20,7 +20,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { PrefixContext, TabulaError, type JsonValue, type MessageStream, type Session, type Tabula } from '../../../src/index.js';
 import type { SyncServer } from '../../../src/server/index.js';
-import { uniqueUser } from '../../server/helpers.js';
+import { tokenFor, uniqueUser } from '../../server/helpers.js';
 import { TEST_SEED } from '../seed.js';
 import { openDevice as openTabulaDevice, serverPool } from './helpers.js';
 
@@ -228,39 +228,45 @@ function expectedRace(error: unknown): boolean {
 async function endStream(device: Device, random: Random): Promise<void> {
   const [open] = device.streams.splice(random.int(device.streams.length), 1);
   if (!open) return;
-  open.stream.write(`more ${random.int(1000)}`);
   try {
+    // write() throws the failure of an earlier chunk flush (a remote clear dropped the message, say).
+    open.stream.write(`more ${random.int(1000)}`);
     await (random.next() < 0.8 ? open.stream.done() : open.stream.abort());
   } catch (error) {
     if (!expectedRace(error)) throw error;
   }
 }
 
-/** One random step of device `device`. */
-async function step(random: Random, network: FaultyNetwork, devices: readonly Device[], device: Device): Promise<void> {
+/** One random step of device `device`; returns what it did, for the trace. */
+async function step(random: Random, network: FaultyNetwork, devices: readonly Device[], device: Device): Promise<string> {
   const roll = random.next();
+  const who = `device ${device.index}`;
   if (roll < 0.2) {
-    if (device.inflight) return;
+    if (device.inflight) return `${who}: flush (one already waits on the network)`;
     await settleFlush(network, device, (device.tabula.sync as NonNullable<Tabula['sync']>).flush());
-    return;
+    return `${who}: flush${device.inflight ? ' (held)' : ''}`;
   }
   if (roll < 0.27) {
-    if (network.held.length > 0) await deliver(network, devices, random.int(network.held.length));
-    return;
+    if (network.held.length === 0) return 'deliver (nothing held)';
+    const position = random.int(network.held.length);
+    const owner = network.held[position]?.device;
+    await deliver(network, devices, position);
+    return `deliver a held item of device ${owner}`;
   }
   if (roll < 0.32) {
     await endStream(device, random);
-    return;
+    return `${who}: end a stream`;
   }
   if (roll < 0.36) {
     // Delete and (sometimes at once, sometimes later) re-create the device's own session.
     const own = ownSession(device.index);
-    if (!(await exists(device.tabula, own))) return;
+    if (!(await exists(device.tabula, own))) return `${who}: delete ${own} (absent)`;
     for (const open of device.streams.filter((s) => s.sessionId === own)) await open.stream.abort().catch(() => undefined);
     device.streams.splice(0, device.streams.length, ...device.streams.filter((s) => s.sessionId !== own));
     await device.tabula.deleteSession(own);
-    if (random.next() < 0.5) await device.tabula.session(own);
-    return;
+    const again = random.next() < 0.5;
+    if (again) await device.tabula.session(own);
+    return `${who}: delete ${own}${again ? ' and create it again' : ''}`;
   }
   const sessionId = random.next() < 0.75 ? random.pick(SHARED_SESSIONS) : ownSession(device.index);
   const kind = random.pick(WRITE_KINDS);
@@ -269,7 +275,9 @@ async function step(random: Random, network: FaultyNetwork, devices: readonly De
     await (WRITES[kind] as Write)(session, random, device);
   } catch (error) {
     if (!expectedRace(error)) throw error;
+    return `${who}: ${kind} ${sessionId} (${(error as TabulaError).code})`;
   }
+  return `${who}: ${kind} ${sessionId}`;
 }
 
 /** Everything the public API shows of a device's sessions. */
@@ -320,6 +328,7 @@ async function fuzz(seed: number): Promise<void> {
   const user = uniqueUser('fuzz');
   const network = new FaultyNetwork(server, random);
   const devices: Device[] = [];
+  const trace: string[] = [];
   network.faulty = false;
   for (let i = 0; i < 3; i++) {
     const device = await openDevice(user, network.fetchFor(i), i);
@@ -328,7 +337,7 @@ async function fuzz(seed: number): Promise<void> {
   }
   network.faulty = true;
   try {
-    for (let i = 0; i < STEPS; i++) await step(random, network, devices, random.pick(devices));
+    for (let i = 0; i < STEPS; i++) trace.push(await step(random, network, devices, random.pick(devices)));
     await quiesce(network, devices);
     const fresh = await openDevice(user, network.fetchFor(3), 3);
     await fresh.tabula.sync?.flush();
@@ -336,6 +345,23 @@ async function fuzz(seed: number): Promise<void> {
     for (const device of devices) expect(await view(device.tabula), `device ${device.index} against a fresh device (seed ${seed})`).toEqual(expected);
     console.info(`[sync fuzz] seed ${seed}: ${(expected.sessions as unknown[]).length} sessions; network ${JSON.stringify(network.log)}`);
     await fresh.tabula.close();
+  } catch (error) {
+    // FUZZ_TRACE=1 prints the steps of a failing seed, to minimise it.
+    if (process.env.FUZZ_TRACE) {
+      console.info(`[sync fuzz] seed ${seed} steps:\n${trace.map((line, i) => `${i}: ${line}`).join('\n')}`);
+      const token = await tokenFor(user);
+      let cursor: string | null = null;
+      const lines: string[] = [];
+      for (;;) {
+        const response = await server.fetch(new Request('http://sync.test/v1/pull', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ cursor, limit: 500 }) }));
+        const page = (await response.json()) as { items: { clientId: string; op?: { kind: string; sessionId: string; order: string; id: string; body: unknown } }[]; cursor: string | null; more: boolean };
+        for (const item of page.items) if (item.op) lines.push(`${item.clientId.slice(0, 4)} ${item.op.sessionId} ${item.op.order} ${item.op.kind} ${JSON.stringify(item.op.body).slice(0, 160)}`);
+        cursor = page.cursor;
+        if (!page.more) break;
+      }
+      console.info(`[sync fuzz] server ops:\n${lines.join('\n')}`);
+    }
+    throw error;
   } finally {
     // A held request would keep close() waiting for its flush.
     network.faulty = false;
