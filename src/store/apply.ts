@@ -266,14 +266,29 @@ export async function applyOps(db: TabulaDb, ops: readonly Op[], conflicts?: Sav
 export type AppendOp = Op & { kind: 'message.append' };
 
 /**
- * Counts an op of this session life towards lastOrder and updatedAt, applied or superseded, so that they
- * are the same maxima on every replica whatever the order of arrival.
+ * Whether an op leaves the browser that made it. A stream's chunks stay local (DESIGN §3.5): its final
+ * update carries the order and createdAt its append had, so another replica stores the finished message
+ * from it alone, and never holds a streaming message it cannot tell is still alive (its recovery would
+ * mark it interrupted, for every device, while the stream goes on).
+ */
+export function isSynced(op: Op): boolean {
+  return (op.kind !== 'message.append' && op.kind !== 'message.update') || op.body.status !== 'streaming';
+}
+
+/**
+ * Counts an op of this session life towards lastOrder and updatedAt, applied or superseded, so that
+ * updatedAt is the same maximum on every replica whatever the order of arrival. Ops that stay local
+ * count towards lastOrder only (it keeps this browser's next writes after them).
  */
 function touch(slot: SessionSlot, row: SessionRow, op: Op): void {
-  if (op.order <= row.lastOrder) return;
-  row.lastOrder = op.order;
-  row.updatedAt = Math.max(row.updatedAt, wallMs(op));
-  slot.dirty = true;
+  if (op.order > row.lastOrder) {
+    row.lastOrder = op.order;
+    slot.dirty = true;
+  }
+  if (isSynced(op) && wallMs(op) > row.updatedAt) {
+    row.updatedAt = wallMs(op);
+    slot.dirty = true;
+  }
 }
 
 /**

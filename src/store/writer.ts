@@ -8,7 +8,7 @@ import { TabulaError } from '../core/errors.js';
 import { hlcOf, type HybridLogicalClock } from '../core/hlc.js';
 import type { Op, OpBody, OpKind } from '../core/ops.js';
 import type { TokenCounter } from '../core/tokens.js';
-import { applyAppends, applyOp, flushSlot, loadSlot, type AppendOp } from './apply.js';
+import { applyAppends, applyOp, flushSlot, isSynced, loadSlot, type AppendOp } from './apply.js';
 import type { BoardRegistry } from '../blackboard/registry.js';
 import type { ChangeFeed } from './changes.js';
 import type { RunCoordinator } from './coordinator.js';
@@ -159,13 +159,13 @@ export async function commit<T>(
       };
       const value = await build(emitter);
       await flushSlot(db, slot);
-      if (store.sync) await queueOutbox(db, emitted.filter((op) => op.userId === store.sync?.userId));
+      if (store.sync) await queueOutbox(db, emitted.filter((op) => op.userId === store.sync?.userId && isSynced(op)));
       return value;
     });
   } catch (error) {
     throw mapStorageError(error, what);
   }
-  if (emitted.length > 0 && store.sync) store.sync.nudge();
+  if (store.sync && emitted.some(isSynced)) store.sync.nudge();
   if (applied.length > 0) {
     store.feed.publish({ userId, sessionId, kinds: [...new Set(applied.map((op) => op.kind))] }, 'local');
   }

@@ -43,4 +43,56 @@ describe('sync convergence (fuzz regressions)', () => {
     await one.close();
     await two.close();
   });
+
+  // Recovery marks a streaming message interrupted when no tab holds its stream's lock, but locks are
+  // per browser: the device that merely opens the session while another device streams interrupts
+  // that stream for everyone, and the streaming device's done() then fails with stream/dropped.
+  it('another device opening the session does not interrupt a stream in progress', async () => {
+    const [one, two] = await twoDevices();
+    const session = await one.session('s');
+    const stream = await session.stream({ role: 'assistant' });
+    stream.write('Hel');
+    await one.sync?.flush();
+    await two.sync?.flush();
+    await two.session('s');
+    await two.sync?.flush();
+    await one.sync?.flush();
+    stream.write('lo');
+    const final = await stream.done();
+    await one.sync?.flush();
+    await two.sync?.flush();
+    const shown = async (tabula: Tabula) => (await (await tabula.session('s')).messages()).map((m) => [m.id, m.content, m.status]);
+    expect(await shown(one)).toEqual([[final.id, 'Hello', 'complete']]);
+    expect(await shown(two)).toEqual(await shown(one));
+    await one.close();
+    await two.close();
+  });
+
+  // A stream's chunks stay local, yet they moved the streaming device's updatedAt: when another
+  // device's clear, ordered between the stream's start and a chunk, drops the message, the chunk's
+  // time stayed in that device's updatedAt and nowhere else.
+  it('a chunk of a stream that a remote clear dropped does not count in updatedAt', async () => {
+    const [one, two] = await twoDevices();
+    const session = await one.session('s');
+    await one.sync?.flush();
+    await two.sync?.flush();
+    const stream = await session.stream({ role: 'assistant', flushIntervalMs: 0 });
+    await (await two.session('s')).clearContext();
+    const flushed = new Promise<void>((resolve) => {
+      const stop = session.subscribe((change) => {
+        if (change.kinds.includes('message.update')) resolve(stop());
+      });
+    });
+    stream.write('chunk');
+    await flushed;
+    await two.sync?.flush();
+    await one.sync?.flush();
+    await expect(stream.done()).rejects.toMatchObject({ code: 'stream/dropped' });
+    await one.sync?.flush();
+    await two.sync?.flush();
+    const [mine] = await one.sessions();
+    expect(await two.sessions()).toEqual([mine]);
+    await one.close();
+    await two.close();
+  });
 });
