@@ -22,7 +22,7 @@ import { PrefixContext, TabulaError, type JsonValue, type MessageStream, type Se
 import type { SyncServer } from '../../../src/server/index.js';
 import { tokenFor, uniqueUser } from '../../server/helpers.js';
 import { TEST_SEED } from '../seed.js';
-import { openDevice as openTabulaDevice, serverPool } from './helpers.js';
+import { openDevice as openTabulaDevice, serverPool, viaServer } from './helpers.js';
 
 /** How many seeds run, each its own test (TABULA_SEED moves the first). */
 const SEEDS = 20;
@@ -369,6 +369,61 @@ async function fuzz(seed: number): Promise<void> {
     for (const device of devices) await device.tabula.close();
   }
 }
+
+/** A fetch to `server` that keeps the text of every answer. */
+function recording(server: SyncServer): { fetch: typeof fetch; answers: string[] } {
+  const answers: string[] = [];
+  const via = viaServer(server);
+  return {
+    answers,
+    fetch: async (input, init) => {
+      const response = await via(input, init);
+      const text = await response.text();
+      answers.push(text);
+      return new Response(text, { status: response.status, headers: response.headers });
+    },
+  };
+}
+
+describe('sync: users of one server', () => {
+  it('bob never sees alice’s data, and what bob writes under alice’s name stays on his device', { timeout: 60_000 }, async () => {
+    const server = servers.start();
+    const [alice, bob] = [uniqueUser('alice'), uniqueUser('bob')];
+    const aliceNet = recording(server);
+    const bobNet = recording(server);
+    const [phone, laptop] = [await openTabulaDevice(alice, aliceNet.fetch), await openTabulaDevice(alice, aliceNet.fetch)];
+    const chat = await phone.session('secret-chat');
+    await chat.append({ role: 'user', content: 'alice-only text' });
+    await chat.memory().set('pin', 'alice-pin');
+    await chat.note('alice-note');
+    await chat.checkpoint('alice-cp');
+    await phone.sync?.flush();
+    await laptop.sync?.flush();
+    expect(await laptop.sessions()).toHaveLength(1);
+
+    const bobDevice = await openTabulaDevice(bob, bobNet.fetch);
+    await bobDevice.sync?.flush();
+    expect(await bobDevice.sessions()).toEqual([]);
+    // Bob's own session syncs; one he files under alice's id stays local (only his own ops leave).
+    await (await bobDevice.session('bob-chat')).append({ role: 'user', content: 'bob text' });
+    await (await bobDevice.session('planted', { userId: alice })).append({ role: 'user', content: 'planted by bob' });
+    await bobDevice.sync?.flush();
+    const bobFresh = await openTabulaDevice(bob, bobNet.fetch);
+    await bobFresh.sync?.flush();
+    expect((await bobFresh.sessions()).map((s) => s.sessionId)).toEqual(['bob-chat']);
+    await phone.sync?.flush();
+    await laptop.sync?.flush();
+    const aliceFresh = await openTabulaDevice(alice, aliceNet.fetch);
+    await aliceFresh.sync?.flush();
+    for (const device of [phone, laptop, aliceFresh]) expect((await device.sessions()).map((s) => s.sessionId)).toEqual(['secret-chat']);
+
+    // Nothing of alice's ever reached bob, and nothing of bob's reached alice, in any answer.
+    expect(bobNet.answers.length).toBeGreaterThan(0);
+    for (const answer of bobNet.answers) for (const secret of [alice, 'alice-only', 'alice-pin', 'alice-note', 'alice-cp', 'secret-chat']) expect(answer).not.toContain(secret);
+    for (const answer of aliceNet.answers) for (const secret of [bob, 'bob text', 'planted']) expect(answer).not.toContain(secret);
+    for (const device of [phone, laptop, aliceFresh, bobDevice, bobFresh]) await device.close();
+  });
+});
 
 describe('sync fuzz: three devices, random writes and syncs over a faulty network, end equal to each other and to a fresh device', () => {
   for (let i = 0; i < SEEDS; i++) {
