@@ -10,12 +10,17 @@
  * its seed; replay one with `TABULA_SEED=<seed> npx vitest run --project
  * unit test/unit/sync/fuzz.test.ts -t "seed <seed>"`.
  *
+ * Sessions: `s0` and `s1` are written by every device and never deleted;
+ * `own<i>` is written, deleted and created again by device i only;
+ * `doomed<i>` is created by device i, written by every device that has it,
+ * and deleted once by device i, never to come back.
+ *
  * What is deliberately not fuzzed: a session deleted and created again on
  * one device while another device writes to it or creates it concurrently.
  * Ops do not name the session life they belong to, so an op made on the old
- * life on one device can land in the new life on another (apply.ts,
- * "Session lives"). Deletable sessions here are written by their owner
- * device only; shared sessions are never deleted.
+ * life on one device lands in the new life on some replicas and not on
+ * others (apply.ts, "Session lives"; the expected failure in
+ * apply.guards.test.ts).
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { PrefixContext, TabulaError, type JsonValue, type MessageStream, type Session, type Tabula } from '../../../src/index.js';
@@ -27,7 +32,7 @@ import { openDevice as openTabulaDevice, serverPool, viaServer } from './helpers
 /** How many seeds run, each its own test (TABULA_SEED moves the first). */
 const SEEDS = 20;
 /** Random steps per seed: sized so the whole file stays under a minute on a loaded 2-core machine. */
-const STEPS = 150;
+const STEPS = 120;
 const SHARED_SESSIONS = ['s0', 's1'];
 const MEMORY_SCOPES = ['default', 'other'];
 
@@ -169,8 +174,10 @@ async function deliver(network: FaultyNetwork, devices: readonly Device[], posit
   if (outcome === 'done') owner.inflight = null;
 }
 
-/** Ownership of a deletable session: only device `owner` writes to, deletes and re-creates `own<owner>`. */
+/** Only device `owner` writes to, deletes and re-creates `own<owner>`. */
 const ownSession = (owner: number) => `own${owner}`;
+/** Device `owner` creates `doomed<owner>` and deletes it once; the others write to it while they have it. */
+const doomedSession = (owner: number) => `doomed${owner}`;
 
 async function exists(tabula: Tabula, sessionId: string): Promise<boolean> {
   return (await tabula.sessions()).some((s) => s.sessionId === sessionId);
@@ -237,8 +244,25 @@ async function endStream(device: Device, random: Random): Promise<void> {
   }
 }
 
+/** Aborts the device's streams in `sessionId` (it is about to delete it). */
+async function abortStreams(device: Device, sessionId: string): Promise<void> {
+  for (const open of device.streams.filter((s) => s.sessionId === sessionId)) await open.stream.abort().catch(() => undefined);
+  device.streams.splice(0, device.streams.length, ...device.streams.filter((s) => s.sessionId !== sessionId));
+}
+
+/** The session a write of `device` goes to, or null when that device must not write to it now. */
+async function sessionToWrite(random: Random, device: Device, gone: ReadonlySet<string>): Promise<string | null> {
+  const roll = random.next();
+  if (roll < 0.6) return random.pick(SHARED_SESSIONS);
+  if (roll < 0.8) return ownSession(device.index);
+  const doomed = doomedSession(random.int(3));
+  // Only its owner creates it, before deleting it; the others write only while they have it.
+  if (doomed === doomedSession(device.index)) return gone.has(doomed) ? null : doomed;
+  return (await exists(device.tabula, doomed)) ? doomed : null;
+}
+
 /** One random step of device `device`; returns what it did, for the trace. */
-async function step(random: Random, network: FaultyNetwork, devices: readonly Device[], device: Device): Promise<string> {
+async function step(random: Random, network: FaultyNetwork, devices: readonly Device[], device: Device, gone: Set<string>): Promise<string> {
   const roll = random.next();
   const who = `device ${device.index}`;
   if (roll < 0.2) {
@@ -257,18 +281,26 @@ async function step(random: Random, network: FaultyNetwork, devices: readonly De
     await endStream(device, random);
     return `${who}: end a stream`;
   }
-  if (roll < 0.36) {
+  if (roll < 0.34) {
     // Delete and (sometimes at once, sometimes later) re-create the device's own session.
     const own = ownSession(device.index);
     if (!(await exists(device.tabula, own))) return `${who}: delete ${own} (absent)`;
-    for (const open of device.streams.filter((s) => s.sessionId === own)) await open.stream.abort().catch(() => undefined);
-    device.streams.splice(0, device.streams.length, ...device.streams.filter((s) => s.sessionId !== own));
+    await abortStreams(device, own);
     await device.tabula.deleteSession(own);
     const again = random.next() < 0.5;
     if (again) await device.tabula.session(own);
     return `${who}: delete ${own}${again ? ' and create it again' : ''}`;
   }
-  const sessionId = random.next() < 0.75 ? random.pick(SHARED_SESSIONS) : ownSession(device.index);
+  if (roll < 0.36) {
+    const doomed = doomedSession(device.index);
+    if (!(await exists(device.tabula, doomed))) return `${who}: delete ${doomed} (absent)`;
+    await abortStreams(device, doomed);
+    await device.tabula.deleteSession(doomed);
+    gone.add(doomed);
+    return `${who}: delete ${doomed} for good`;
+  }
+  const sessionId = await sessionToWrite(random, device, gone);
+  if (sessionId === null) return `${who}: no session to write to`;
   const kind = random.pick(WRITE_KINDS);
   const session = await device.tabula.session(sessionId);
   try {
@@ -337,7 +369,8 @@ async function fuzz(seed: number): Promise<void> {
   }
   network.faulty = true;
   try {
-    for (let i = 0; i < STEPS; i++) trace.push(await step(random, network, devices, random.pick(devices)));
+    const gone = new Set<string>();
+    for (let i = 0; i < STEPS; i++) trace.push(await step(random, network, devices, random.pick(devices), gone));
     await quiesce(network, devices);
     const fresh = await openDevice(user, network.fetchFor(3), 3);
     await fresh.tabula.sync?.flush();
