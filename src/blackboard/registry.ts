@@ -23,6 +23,8 @@ export const REMOTE_ORIGIN: unique symbol = Symbol('tabula.remote');
 
 export interface BoardLease {
   readonly blackboard: Blackboard;
+  /** The shared doc itself, for the sync client (apps use `blackboard`). */
+  readonly doc: Y.Doc;
   /** Gives the lease back; the last one closes the doc. */
   release(): Promise<void>;
 }
@@ -54,6 +56,13 @@ export interface BoardRegistryOptions {
   transport?: (channelName: string) => TabTransport;
   /** @default 10_000 */
   resyncIntervalMs?: number;
+  /**
+   * Called once a change made in this tab (not one from another tab, the
+   * sync server or the database) is stored, so the sync client never reads
+   * the database before the change is in it. Changes made meanwhile are
+   * covered by one call.
+   */
+  onLocalUpdate?: (userId: string, sessionId: string) => void;
 }
 
 interface Entry {
@@ -95,6 +104,30 @@ function isLifeEnded(raw: unknown): raw is LifeEnded {
   if (typeof raw !== 'object' || raw === null) return false;
   const m = raw as Record<string, unknown>;
   return m.v === 1 && typeof m.userId === 'string' && typeof m.sessionId === 'string' && typeof m.life === 'string';
+}
+
+/** Calls `notify` after this tab's changes to the entry's doc are stored (one call per stored batch). */
+function notifyLocalUpdates(entry: Entry, persistence: DocPersistence, notify: (userId: string, sessionId: string) => void): void {
+  let flushing = false;
+  let again = false;
+  const flush = () => {
+    flushing = true;
+    again = false;
+    persistence.flushed().then(
+      () => {
+        flushing = false;
+        notify(entry.userId, entry.sessionId);
+        if (again && !entry.closedBy) flush();
+      },
+      // Closed or deleted meanwhile: the sync client's scan on start finds whatever was stored.
+      () => (flushing = false),
+    );
+  };
+  entry.doc.on('update', (_update: Uint8Array, origin: unknown) => {
+    if (origin === REMOTE_ORIGIN || origin === entry.provider || origin === persistence.provider) return;
+    if (flushing) again = true;
+    else flush();
+  });
 }
 
 export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistry {
@@ -159,6 +192,7 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
     });
     entry.provider = provider;
     entry.persistence = persistence;
+    if (options.onLocalUpdate) notifyLocalUpdates(entry, persistence, options.onLocalUpdate);
     markStarted();
     provider.resync();
     await persistence.whenLoaded;
@@ -248,6 +282,7 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
       });
       return {
         blackboard,
+        doc: held.doc,
         async release() {
           if (released) return;
           released = true;

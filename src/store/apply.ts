@@ -107,6 +107,7 @@ function newSessionRow(op: Op & { kind: 'session.create' }): SessionRow {
     prefixOrder: '',
     summaryOrder: '',
     createdOrder: op.order,
+    life: op.order,
     clearedBefore: '',
     state: emptyStateFields(),
     messageCount: 0,

@@ -48,7 +48,7 @@ function checkValue(key: string, value: unknown): JsonValue {
 
 /**
  * The Memory of one session and scope; writes throw `session/not-found` once the session is deleted
- * (or, with `life`, once the session that had that `createdOrder` is gone, even if re-created).
+ * (or, with `life`, once the session of that life (see `lifeOf`) is gone, even if re-created).
  */
 export function createMemory(store: StoreContext, userId: string, sessionId: string, scope: string, life?: string): Memory {
   checkScope(scope);

@@ -22,7 +22,7 @@ import { checkContextSchema } from './context-schema.js';
 import { newId } from './ids.js';
 import { checkScope, createMemory } from './memory.js';
 import { addNote } from './notes.js';
-import { checkRow, type RunRow, type SessionRow } from './schema.js';
+import { checkRow, lifeOf, type RunRow, type SessionRow } from './schema.js';
 import type { Memory, RunInfo, StoredMessage } from './types.js';
 import { commit, sessionNotFound, type ActiveRun, type StoreContext } from './writer.js';
 
@@ -68,7 +68,7 @@ export interface RunnerDeps {
   sessionId: string;
   label: string;
   contextSchema: z.ZodObject | undefined;
-  /** Appends to the session only while it is the one that had `createdOrder` `life`. */
+  /** Appends to the session only while it is the one whose life (see `lifeOf`) is `life`. */
   append(message: Message | Message[], life: string): Promise<StoredMessage[]>;
 }
 
@@ -128,7 +128,7 @@ export function createRunner(deps: RunnerDeps) {
       const attempt = previous ? previous.attempt + 1 : 1;
       const record: RunRow = { runId, userId, sessionId, scope: previous?.scope ?? scope, visit, attempt, status: 'running', startedAt: Date.now(), endedAt: null };
       await db.runs.put(record);
-      return { record, context: cloneJson(row.state.context), life: row.createdOrder };
+      return { record, context: cloneJson(row.state.context), life: lifeOf(row) };
     });
 
   /**
@@ -140,7 +140,7 @@ export function createRunner(deps: RunnerDeps) {
   const finish = (record: RunRow, life: string, status: RunRow['status'], changes: Map<string, JsonValue> | null) =>
     commit(store, userId, sessionId, `finish run ${record.runId} (${label})`, async (tx) => {
       const row: SessionRow | undefined = tx.row();
-      if (!row || row.createdOrder !== life) {
+      if (!row || lifeOf(row) !== life) {
         if (status === 'succeeded') throw sessionNotFound(userId, sessionId);
         return;
       }

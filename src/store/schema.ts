@@ -45,6 +45,12 @@ export interface SessionRow {
   summaryOrder: string;
   /** Order key of the session.create op; an older session.delete does not apply. */
   createdOrder: string;
+  /**
+   * This replica's life of the session: the order key of the create that made this row. It names the
+   * blackboard database and binds a run to the session; unlike `createdOrder`, an earlier create from
+   * another device does not move it. Rows written before it existed use `createdOrder` (see {@link lifeOf}).
+   */
+  life?: string;
   /** Messages ordered before this key were dropped by a clear or a restore; an append ordered before it is refused. */
   clearedBefore: string;
   state: StateFields;
@@ -133,10 +139,11 @@ export interface CheckpointRow {
   snapshot: CheckpointSnapshot;
 }
 
-export interface OutboxRow {
-  seq?: number;
-  op: Op;
-}
+/**
+ * A queued item for the sync server: an op, written in the op's own transaction, or a blackboard
+ * update (base64), the part of a board the server has not been sent yet, queued by the sync leader.
+ */
+export type OutboxRow = { seq?: number; op: Op; board?: undefined } | { seq?: number; op?: undefined; board: { sessionId: string; update: string } };
 
 export interface MetaRow {
   key: string;
@@ -242,6 +249,7 @@ const rowSchemas = {
     prefixOrder: z.string(),
     summaryOrder: z.string(),
     createdOrder: z.string(),
+    life: z.string().optional(),
     clearedBefore: z.string(),
     state: StateFieldsSchema,
     messageCount: z.number().int().nonnegative(),
@@ -297,7 +305,10 @@ const rowSchemas = {
     order: OrderSchema,
     snapshot: CheckpointSnapshotSchema,
   }),
-  outbox: z.object({ seq: z.number().optional(), op: OpSchema }),
+  outbox: z.union([
+    z.object({ seq: z.number().optional(), op: OpSchema }),
+    z.object({ seq: z.number().optional(), board: z.object({ sessionId: z.string(), update: z.string() }) }),
+  ]),
   runs: z.object({
     runId: z.string(),
     userId: z.string(),
@@ -338,4 +349,9 @@ export function checkRow<T extends keyof RowTypes>(table: T, key: unknown, row: 
   }
   // Validation passed; return the row itself (not zod's copy) to keep identity and skip a clone.
   return row as RowTypes[T];
+}
+
+/** The session's life on this replica (see {@link SessionRow.life}). */
+export function lifeOf(row: SessionRow): string {
+  return row.life ?? row.createdOrder;
 }

@@ -309,7 +309,7 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
     return { ...data, blackboard: blackboard.toJSON() };
   };
 
-  /** Appends; with `life`, only to the session that had that `createdOrder` (a run's appends). */
+  /** Appends; with `life`, only to the session of that life (a run's appends). */
   const appendMessages = async (input: Message | Message[], life?: string): Promise<StoredMessage[]> => {
     const list = Array.isArray(input) ? input : [input];
     const parsed = list.map((message, index) => parseMessage(message, `append() to ${label}: message[${index}]`));

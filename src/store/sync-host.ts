@@ -4,6 +4,7 @@
  * hands back as `tabula.sync`. The store never imports the engine; the app
  * passes one to `openTabula({ sync })`.
  */
+import type * as Y from 'yjs';
 import type { TabulaError } from '../core/errors.js';
 import type { OpKind } from '../core/ops.js';
 import type { SaveConflictInfo } from './changes.js';
@@ -25,6 +26,26 @@ export interface SyncHost {
   publish(changes: readonly { userId: string; sessionId: string; kinds: readonly OpKind[]; conflict?: SaveConflictInfo }[]): void;
   /** True when an order key was made by a clock of this profile (a save made here). */
   isLocalOrder(order: string): Promise<boolean>;
+  /** The user's blackboards. */
+  readonly boards: SyncBoards;
+}
+
+/** The user's blackboards, as the sync engine reads and writes them. */
+export interface SyncBoards {
+  /** The user's sessions whose blackboard may hold something (the engine looks at each when it starts leading). */
+  sessions(): Promise<string[]>;
+  /** Opens the board of the session's current life here; null when the session does not exist here. */
+  open(sessionId: string): Promise<SyncBoard | null>;
+  /** Calls `listener` when a change made to a board in any tab of this profile is stored. */
+  onLocalChange(listener: (sessionId: string) => void): () => void;
+}
+
+/** One open blackboard: its loaded doc, shared with the tab's session handles. */
+export interface SyncBoard {
+  readonly doc: Y.Doc;
+  /** Resolves once every change applied so far is stored. */
+  flushed(): Promise<void>;
+  release(): Promise<void>;
 }
 
 /** The status of sync, as `tabula.sync.status()` reports it. */

@@ -9,17 +9,19 @@ import { createHlc, hlcOf, parseHlc } from '../core/hlc.js';
 import { checkName } from '../core/names.js';
 import { checkOptions, describeValue } from '../core/args.js';
 import { ApproxTokenCounter, type TokenCounter } from '../core/tokens.js';
-import { createBoardRegistry } from '../blackboard/registry.js';
+import { blackboardDatabaseName, createBoardRegistry } from '../blackboard/registry.js';
 import { createTokenCounter } from '../tokens/counter.js';
 import { createChangeFeed, type SessionChange } from './changes.js';
 import { createRunCoordinator } from './coordinator.js';
 import { platformLocks } from './locks.js';
-import type { SyncAdapter, SyncEngine, SyncHandle } from './sync-host.js';
+import { Dexie } from 'dexie';
+import { createBoardNotices, type BoardNotices } from './board-notices.js';
+import type { SyncAdapter, SyncBoards, SyncEngine, SyncHandle } from './sync-host.js';
 import { createRecovery } from './recovery.js';
 import { mapStorageError } from './errors.js';
 import { parseSessionExport, type SessionExport } from './export.js';
 import { newClientId } from './ids.js';
-import { createDb, checkRow } from './schema.js';
+import { createDb, checkRow, lifeOf } from './schema.js';
 import { createHandleTracker, releaseBoth } from './handles.js';
 import { createSessionHandle, importInto, type Session } from './session.js';
 import type { SessionInfo, SessionOptions } from './types.js';
@@ -97,6 +99,8 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   // A counter we create is ours to close; one the caller passed is theirs.
   const ownCounter = options.tokenCounter ? null : typeof Worker === 'function' ? createTokenCounter({ encoding: 'o200k_base', worker: 'shared' }) : null;
   const counter: TokenCounter = options.tokenCounter ?? ownCounter ?? new ApproxTokenCounter();
+  // With sync on, each board change stored in any tab is announced to the sync leader.
+  const boardNotices = options.sync ? createBoardNotices(name, onError) : null;
   const store: StoreContext = {
     db,
     name,
@@ -114,7 +118,11 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       peerId: newClientId(),
       onError,
       // A session's life is named by its create op: a session created again after a delete gets a new board.
-      lifeOf: async (userId, sessionId) => (await db.sessions.get([userId, sessionId]))?.createdOrder,
+      lifeOf: async (userId, sessionId) => {
+        const row = await db.sessions.get([userId, sessionId]);
+        return row && lifeOf(row);
+      },
+      ...(boardNotices ? { onLocalUpdate: (userId: string, sessionId: string) => boardNotices.announce(userId, sessionId) } : {}),
     }),
     closed: false,
   };
@@ -133,6 +141,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       publish: (changes) => {
         for (const change of changes) store.feed.publish(change, 'remote');
       },
+      boards: syncBoards(store, defaultUserId, boardNotices as BoardNotices),
     });
   }
   const recovery = createRecovery(store);
@@ -247,7 +256,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       const life = await commit(store, userId, sessionId, `delete session "${sessionId}"`, async (tx) => {
         const row = tx.row();
         if (row) await tx.emit('session.delete', {});
-        return row?.createdOrder;
+        return row && lifeOf(row);
       });
       try {
         await store.boards.destroy(userId, sessionId, life);
@@ -295,8 +304,40 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       recovery.close();
       store.coordinator.close();
       store.feed.close();
+      boardNotices?.close();
       ownCounter?.close();
       db.close();
+    },
+  };
+}
+
+/** The sync engine's access to the user's blackboards (see {@link SyncBoards}). */
+function syncBoards(store: StoreContext, userId: string, notices: BoardNotices): SyncBoards {
+  const { db, name } = store;
+  return {
+    async sessions() {
+      const rows = await db.sessions.where('[userId+sessionId]').between([userId, Dexie.minKey], [userId, Dexie.maxKey]).toArray();
+      // Only boards with a database can hold something; where the browser cannot list databases, look at all.
+      const listed = typeof indexedDB.databases === 'function' ? new Set((await indexedDB.databases()).map((info) => info.name)) : null;
+      return rows.filter((row) => !listed || listed.has(blackboardDatabaseName(name, userId, row.sessionId, lifeOf(row)))).map((row) => row.sessionId);
+    },
+    async open(sessionId) {
+      if (store.closed || !(await db.sessions.get([userId, sessionId]))) return null;
+      const lease = store.boards.acquire(userId, sessionId);
+      try {
+        await lease.blackboard.whenLoaded;
+        await lease.blackboard.flushed();
+      } catch {
+        // Deleted (here or in another tab) while it opened.
+        await lease.release();
+        return null;
+      }
+      return { doc: lease.doc, flushed: () => lease.blackboard.flushed(), release: () => lease.release() };
+    },
+    onLocalChange(listener) {
+      return notices.subscribe((changedUser, sessionId) => {
+        if (changedUser === userId) listener(sessionId);
+      });
     },
   };
 }

@@ -15,17 +15,17 @@ import type { RunCoordinator } from './coordinator.js';
 import { mapStorageError } from './errors.js';
 import { newId } from './ids.js';
 import { OUTBOX_SEQ_KEY } from './sync-host.js';
-import { checkRow, sessionTables, tombstoneKey, type SessionRow, type TabulaDb } from './schema.js';
+import { checkRow, lifeOf, sessionTables, tombstoneKey, type OutboxRow, type SessionRow, type TabulaDb } from './schema.js';
 
 /**
  * Queues ops for sync in the caller's transaction, numbered 1, 2, 3… with no gap (the server refuses
  * gaps): the seq counter lives in meta, so an aborted write takes its numbers back with it.
  */
-async function queueOutbox(db: TabulaDb, ops: readonly Op[]): Promise<void> {
-  if (ops.length === 0) return;
+export async function queueOutbox(db: TabulaDb, items: readonly (Op | { board: { sessionId: string; update: string } })[]): Promise<void> {
+  if (items.length === 0) return;
   const last = await db.meta.get(OUTBOX_SEQ_KEY);
   let seq = typeof last?.value === 'number' ? last.value : 0;
-  await db.outbox.bulkAdd(ops.map((op) => ({ seq: ++seq, op })));
+  await db.outbox.bulkAdd(items.map((item): OutboxRow => ('board' in item ? { seq: ++seq, board: item.board } : { seq: ++seq, op: item })));
   await db.meta.put({ key: OUTBOX_SEQ_KEY, value: seq });
 }
 
@@ -75,7 +75,7 @@ export interface Emitter {
   row(): SessionRow | undefined;
   /**
    * The session row; throws `session/not-found` when the session is gone, or when `life` (a
-   * `createdOrder` read earlier) is given and the session was deleted and re-created since.
+   * `lifeOf(row)` read earlier) is given and the session was deleted and re-created since.
    */
   existing(life?: string): SessionRow;
   /** A fresh order key, after every op of the session so far. */
@@ -134,7 +134,7 @@ export async function commit<T>(
       const emitter: Emitter = {
         row: () => slot.row,
         existing(life) {
-          if (!slot.row || (life !== undefined && slot.row.createdOrder !== life)) throw sessionNotFound(userId, sessionId);
+          if (!slot.row || (life !== undefined && lifeOf(slot.row) !== life)) throw sessionNotFound(userId, sessionId);
           return slot.row;
         },
         nextOrder,

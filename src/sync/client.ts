@@ -1,20 +1,22 @@
 /**
  * The sync client: `httpSync({ url, token })` for `openTabula({ sync })`.
- * One tab per profile leads (a Web Lock): it pushes the outbox in seq order,
- * pulls the user's items page by page through `applyOps` (one transaction
- * per page, the cursor stored in the same transaction) and polls. Any tab's
- * `flush()` runs one push-and-pull itself. Server data is validated before
- * anything is written: a bad page changes nothing and is reported.
- *
- * Not yet here (issue 12): blackboard sync and the `/v1/events` stream
- * (this polls).
+ * One tab per profile leads (a Web Lock): it queues blackboard changes,
+ * pushes the outbox in seq order, pulls the user's items page by page
+ * (ops through `applyOps`, one transaction per page; board updates into
+ * the boards) and listens to the server's event stream, pulling on a poke,
+ * when the browser comes online or the page gets focus, and on an
+ * interval. The other tabs hand it their writes and show its status. Any
+ * tab's `flush()` runs one push-and-pull itself. Server data is validated
+ * before anything is written: a bad page changes nothing and is reported.
  */
 import { TabulaError } from '../core/errors.js';
 import type { Op, OpKind } from '../core/ops.js';
 import { applyOps, type SaveConflict } from '../store/apply.js';
 import type { SaveConflictInfo } from '../store/changes.js';
-import { sessionTables } from '../store/schema.js';
+import { checkRow, sessionTables } from '../store/schema.js';
 import type { SyncAdapter, SyncEngine, SyncHost, SyncStatus } from '../store/sync-host.js';
+import { applyRemoteBoard, decodeBoardUpdates, queueBoard } from './boards.js';
+import { readPokes } from './events.js';
 import { DEFAULT_SYNC_LIMITS, ErrorResponseSchema, PullResponseSchema, PushResponseSchema, SYNC_PATHS, parseWire, type PushItem } from './protocol.js';
 
 /** Options of {@link httpSync}. */
@@ -61,6 +63,37 @@ export function httpSync(options: HttpSyncOptions): SyncAdapter {
   return { start: (host) => startEngine(host, options) };
 }
 
+/** What the leader tells the other tabs of the profile, and what they ask of it. */
+type TabMessage =
+  | { v: 1; kind: 'status'; state: SyncStatus['state']; pending: number; lastSyncedAt: number | null; error: { code: string; message: string } | null }
+  | { v: 1; kind: 'nudge' };
+
+function isTabMessage(raw: unknown): raw is TabMessage {
+  if (typeof raw !== 'object' || raw === null) return false;
+  const m = raw as Record<string, unknown>;
+  return m.v === 1 && (m.kind === 'nudge' || (m.kind === 'status' && typeof m.state === 'string' && typeof m.pending === 'number'));
+}
+
+/** Sleeps `ms`, or less when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done);
+  });
+}
+
+/** Exponential backoff with full jitter in its upper half, so many clients do not retry in step. */
+function backoff(baseMs: number, failures: number): number {
+  const ceiling = Math.min(MAX_BACKOFF_MS, baseMs * 2 ** Math.min(failures, 10));
+  return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
 function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   const { db } = host;
   const base = options.url.replace(/\/+$/, '');
@@ -69,17 +102,28 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   let status: SyncStatus = { state: 'idle', pending: 0, lastSyncedAt: null };
   const listeners = new Set<(status: SyncStatus) => void>();
   const closing = new AbortController();
+  const tabs = typeof BroadcastChannel === 'function' ? new BroadcastChannel(`tabula:${host.name}:sync`) : null;
   let paused = false;
   let closed = false;
+  let leading = false;
   let token: string | null = null;
   let failures = 0;
   let running: Promise<void> = Promise.resolve();
+  /** Set by a nudge or a poke: the leader runs another cycle before it sleeps. */
+  let nudged = false;
   let wake: (() => void) | null = null;
+  /** Sessions whose board may hold something not queued yet. */
+  const dirtyBoards = new Set<string>();
+  let boardsScanned = false;
 
   const setStatus = (next: Partial<SyncStatus> & { state: SyncStatus['state'] }) => {
     const { error: _dropped, ...rest } = status;
     status = { ...rest, ...next };
     for (const listener of listeners) listener(status);
+    if (leading) {
+      const { state, pending, lastSyncedAt, error } = status;
+      tabs?.postMessage({ v: 1, kind: 'status', state, pending, lastSyncedAt, error: error ? { code: error.code, message: error.message } : null } satisfies TabMessage);
+    }
   };
   const countPending = async () => db.outbox.count();
 
@@ -119,17 +163,42 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     }
   };
 
+  /** Queues the boards that changed since they were last queued (each board's snapshot decides). */
+  const queueBoards = async (): Promise<void> => {
+    // The first time, look at every board: a change whose notice was lost (its tab crashed) is found here.
+    if (!boardsScanned) {
+      for (const sessionId of await host.boards.sessions()) dirtyBoards.add(sessionId);
+      boardsScanned = true;
+    }
+    for (const sessionId of [...dirtyBoards]) {
+      dirtyBoards.delete(sessionId);
+      const board = await host.boards.open(sessionId);
+      if (!board) continue;
+      try {
+        await queueBoard(db, host.userId, sessionId, board);
+      } catch (error) {
+        dirtyBoards.add(sessionId);
+        throw error;
+      } finally {
+        await board.release();
+      }
+    }
+  };
+
   const push = async (): Promise<void> => {
     const id = await clientId;
+    await queueBoards();
     for (;;) {
       const rows = await db.outbox.orderBy('seq').limit(DEFAULT_SYNC_LIMITS.maxPushItems).toArray();
       if (rows.length === 0) return;
       const items: PushItem[] = [];
       let bytes = 0;
-      for (const row of rows) {
-        const size = JSON.stringify(row.op).length + 32;
+      for (const raw of rows) {
+        const row = checkRow('outbox', raw.seq ?? null, raw);
+        const item: PushItem = row.op ? { seq: row.seq as number, op: row.op } : { seq: row.seq as number, board: row.board };
+        const size = JSON.stringify(item).length + 16;
         if (items.length > 0 && bytes + size > PUSH_BYTES) break;
-        items.push({ seq: row.seq as number, op: row.op });
+        items.push(item);
         bytes += size;
       }
       let lastSeq: number;
@@ -158,19 +227,37 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       const cursor = typeof stored?.value === 'string' ? stored.value : null;
       const page = parseWire(PullResponseSchema, await post(SYNC_PATHS.pull, { cursor, limit: DEFAULT_SYNC_LIMITS.maxPullItems }), 'The pull response');
       const ops: Op[] = [];
+      const boardItems: { index: number; sessionId: string; update: string }[] = [];
       for (const [index, item] of page.items.entries()) {
-        if (!('op' in item)) continue; // blackboard items: not synced by this client yet
+        if ('board' in item) {
+          if (item.clientId !== id) boardItems.push({ index, sessionId: item.board.sessionId, update: item.board.update });
+          continue;
+        }
         if (item.op.userId !== host.userId) {
           throw new TabulaError('sync/forbidden', `The sync server sent items[${index}].op for user "${item.op.userId}", not "${host.userId}"; nothing of that page was applied.`);
         }
         if (item.clientId !== id) ops.push(item.op);
       }
+      const boards = decodeBoardUpdates(boardItems);
       const conflicts: SaveConflict[] = [];
+      // Ops first (a board update may belong to a session this page creates), then the boards, then the
+      // cursor: a crash before the cursor moves pulls the page again, and both ops and updates apply once.
       const applied = await db.transaction('rw', sessionTables(db), async () => {
         const done = await applyOps(db, ops, conflicts);
-        if (page.cursor !== null) await db.meta.put({ key: CURSOR_KEY, value: page.cursor });
+        if (boards.size === 0 && page.cursor !== null) await db.meta.put({ key: CURSOR_KEY, value: page.cursor });
         return done;
       });
+      for (const [sessionId, updates] of boards) {
+        // A board of a session that does not exist here (deleted on this device) has nowhere to go.
+        const board = await host.boards.open(sessionId);
+        if (!board) continue;
+        try {
+          await applyRemoteBoard(db, host.userId, sessionId, board, updates);
+        } finally {
+          await board.release();
+        }
+      }
+      if (boards.size > 0 && page.cursor !== null) await db.meta.put({ key: CURSOR_KEY, value: page.cursor });
       const bySession = new Map<string, { userId: string; sessionId: string; kinds: Set<OpKind>; conflict?: SaveConflictInfo }>();
       const entryOf = (userId: string, sessionId: string) => {
         const key = JSON.stringify([userId, sessionId]);
@@ -225,24 +312,83 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     return next;
   };
 
-  /** The leader's loop: a cycle on every nudge and poll, backing off with jitter after failures. */
-  const lead = async () => {
+  const nudge = () => {
+    nudged = true;
+    wake?.();
+  };
+
+  /** Pokes from the server's event stream wake the leader; reconnects with backoff while it leads. */
+  const listen = async (): Promise<void> => {
+    let streamFailures = 0;
     while (!closed) {
-      if (!paused && status.state !== 'unauthorized') await cycle().catch(() => undefined);
-      const backoff = failures === 0 ? pollMs : Math.min(MAX_BACKOFF_MS, pollMs * 2 ** Math.min(failures, 10));
-      const delay = failures === 0 ? backoff : backoff / 2 + Math.random() * (backoff / 2);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, delay);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wake = null;
+      try {
+        const response = await doFetch(`${base}${SYNC_PATHS.events}`, {
+          headers: { accept: 'text/event-stream', authorization: `Bearer ${await currentToken(false)}` },
+          signal: closing.signal,
+        });
+        if (!response.ok || !response.body) {
+          await response.body?.cancel();
+          // A refused token is the cycle's to renew; the stream waits for it.
+          if (response.status === 401) token = null;
+          throw new HttpFailure(response.status, null);
+        }
+        streamFailures = 0;
+        await readPokes(response.body, closing.signal, nudge);
+      } catch {
+        streamFailures += 1;
+      }
+      if (closed) return;
+      // The stream ended or failed: pokes may have been missed meanwhile.
+      nudge();
+      await pause(backoff(pollMs, streamFailures), closing.signal);
     }
   };
 
-  const leading = host.locks
+  /** The leader's loop: a cycle on every nudge, poke and poll, backing off with jitter after failures. */
+  const lead = async () => {
+    leading = true;
+    const listening = listen();
+    const removeTriggers = addTriggers(nudge);
+    try {
+      while (!closed) {
+        nudged = false;
+        if (!paused && status.state !== 'unauthorized') await cycle().catch(() => undefined);
+        if (closed) break;
+        if (nudged && failures === 0) continue;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, failures === 0 ? pollMs : backoff(pollMs, failures));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = null;
+      }
+    } finally {
+      removeTriggers();
+      await listening;
+    }
+  };
+
+  const stopBoardNotices = host.boards.onLocalChange((sessionId) => {
+    dirtyBoards.add(sessionId);
+    if (leading && failures === 0) nudge();
+  });
+  if (tabs) {
+    tabs.onmessage = (event: MessageEvent<unknown>) => {
+      if (!isTabMessage(event.data)) return;
+      const message = event.data;
+      if (message.kind === 'nudge') {
+        if (leading && failures === 0) nudge();
+      } else if (!leading) {
+        // Another tab leads: show its status here.
+        const { state, pending, lastSyncedAt, error } = message;
+        setStatus({ state, pending, lastSyncedAt, ...(error ? { error: new TabulaError(error.code as TabulaError['code'], error.message) } : {}) });
+      }
+    };
+  }
+
+  const leadership = host.locks
     .request(`tabula:${host.name}:sync-leader`, { signal: closing.signal }, lead)
     .catch((error: unknown) => {
       if (!closed) host.onError(toError(error));
@@ -261,18 +407,42 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     resume() {
       paused = false;
       if (status.state === 'unauthorized') setStatus({ state: 'idle' });
-      wake?.();
+      nudge();
     },
     nudge() {
-      if (failures === 0) wake?.();
+      if (leading) {
+        if (failures === 0) nudge();
+      } else {
+        tabs?.postMessage({ v: 1, kind: 'nudge' } satisfies TabMessage);
+      }
     },
     async close() {
       if (closed) return;
       closed = true;
+      stopBoardNotices();
       wake?.();
       closing.abort();
+      tabs?.close();
       await running;
-      await leading;
+      await leadership;
     },
+  };
+}
+
+/** Calls `nudge` when the browser comes back online or the page gets focus; returns the remover. */
+function addTriggers(nudge: () => void): () => void {
+  const target = globalThis as Partial<Pick<Window, 'addEventListener' | 'removeEventListener'>>;
+  if (typeof target.addEventListener !== 'function' || typeof target.removeEventListener !== 'function') return () => undefined;
+  const onVisible = () => {
+    if (typeof document === 'undefined' || document.visibilityState === 'visible') nudge();
+  };
+  target.addEventListener('online', nudge);
+  target.addEventListener('focus', nudge);
+  target.addEventListener('visibilitychange', onVisible);
+  const remove = target.removeEventListener.bind(target);
+  return () => {
+    remove('online', nudge);
+    remove('focus', nudge);
+    remove('visibilitychange', onVisible);
   };
 }

@@ -12,7 +12,7 @@ import { createHlc, type Op, type OpBody, type OpKind } from '../../../src/core/
 import { applyOps } from '../../../src/store/apply.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/schema.js';
 import { testSeed } from '../seed.js';
-import { freshTabula, uniqueName } from './helpers.js';
+import { freshTabula, uniqueName, withoutLife } from './helpers.js';
 
 type Action =
   | { kind: 'append'; text: string }
@@ -141,7 +141,7 @@ async function applyAll(db: TabulaDb, ops: readonly Op[]): Promise<void> {
 async function snapshot(db: TabulaDb, withMeta = false): Promise<unknown> {
   const tables = sessionTables(db).filter((t) => t.name !== 'outbox' && (withMeta || t.name !== 'meta'));
   const out: Record<string, unknown> = {};
-  for (const table of tables) out[table.name] = await table.toArray();
+  for (const table of tables) out[table.name] = (await table.toArray()).map(withoutLife);
   return out;
 }
 

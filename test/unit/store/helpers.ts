@@ -24,3 +24,13 @@ export async function waitFor(condition: () => boolean, timeoutMs = 2000): Promi
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
+
+/**
+ * A stored row without `life`, the one field local to a replica by design (a session row's life is
+ * the order of the create that made this replica's row; it names the board database): for comparing
+ * replicas table by table.
+ */
+export function withoutLife<T extends object>(row: T): Omit<T, 'life'> {
+  const { life: _life, ...rest } = row as T & { life?: unknown };
+  return rest;
+}

@@ -5,46 +5,15 @@
  * other users see nothing, bad server data changes nothing, a 401 asks the
  * token again, and a seeded fuzz with a faulty network converges.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createSyncServer, sqliteStore, type ServerStore, type SyncServer } from '../../../src/server/index.js';
+import { describe, expect, it } from 'vitest';
 import { createDb, sessionTables } from '../../../src/store/schema.js';
 import { httpSync } from '../../../src/sync/index.js';
 import { PrefixContext, type SessionChange, type Tabula } from '../../../src/index.js';
-import { SECRET, tokenFor, uniqueUser } from '../../server/helpers.js';
-import { freshTabula, uniqueName } from '../store/helpers.js';
+import { tokenFor, uniqueUser } from '../../server/helpers.js';
+import { freshTabula, withoutLife } from '../store/helpers.js';
+import { device, startServer, viaServer } from './helpers.js';
 import { testSeed } from '../seed.js';
-
-const dir = mkdtempSync(path.join(os.tmpdir(), 'tabula-sync-client-'));
-let serverCount = 0;
-const servers: { store: ServerStore; server: SyncServer }[] = [];
-afterAll(async () => {
-  for (const { store, server } of servers) {
-    await server.close();
-    await store.close();
-  }
-  rmSync(dir, { recursive: true, force: true });
-});
-
-function startServer(): SyncServer {
-  const store = sqliteStore(path.join(dir, `server-${++serverCount}.db`));
-  const server = createSyncServer({ store, auth: { secret: SECRET } });
-  servers.push({ store, server });
-  return server;
-}
-
-/** A fetch that reaches `server` without a port. */
-const viaServer = (server: SyncServer): typeof fetch => (input, init) => server.fetch(new Request(input instanceof Request ? input : String(input), init));
-
-async function device(server: SyncServer, userId: string, fetchImpl: typeof fetch = viaServer(server)) {
-  const token = await tokenFor(userId);
-  const name = uniqueName('device');
-  const tabula = await freshTabula({ name, userId, sync: httpSync({ url: 'http://sync.test', token, fetch: fetchImpl, pollIntervalMs: 3_600_000 }) });
-  return Object.assign(tabula, { name });
-}
 
 /** Every session table of a device, without caches (token counts) and local-only rows (runs, outbox, meta). */
 async function dump(name: string): Promise<Record<string, unknown[]>> {
@@ -53,7 +22,7 @@ async function dump(name: string): Promise<Record<string, unknown[]>> {
   for (const table of sessionTables(db)) {
     if (['runs', 'outbox', 'meta'].includes(table.name)) continue;
     const rows = (await table.toArray()) as Record<string, unknown>[];
-    out[table.name] = rows.map(({ tokens: _tokens, tokenTotals: _totals, ...row }) => row);
+    out[table.name] = rows.map(({ tokens: _tokens, tokenTotals: _totals, ...row }) => withoutLife(row));
   }
   db.close();
   return out;

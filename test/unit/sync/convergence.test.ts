@@ -5,13 +5,11 @@
  * per reading, so every op has its own millisecond and a field that keeps
  * the time of an op shows which ops a replica counted.
  */
-import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Tabula } from '../../../src/index.js';
 import { uniqueUser } from '../../server/helpers.js';
-import { openDevice, serverPool, viaServer } from './helpers.js';
+import { pausedDevice, startServer, viaServer } from './helpers.js';
 
-const servers = serverPool();
-afterAll(() => servers.close());
 
 beforeEach(() => {
   let now = Date.now();
@@ -23,9 +21,9 @@ afterEach(() => {
 
 /** Two devices of a new user on a new server. */
 async function twoDevices(): Promise<[Tabula, Tabula]> {
-  const server = servers.start();
+  const server = startServer();
   const user = uniqueUser('alice');
-  return [await openDevice(user, viaServer(server)), await openDevice(user, viaServer(server))];
+  return [await pausedDevice(user, viaServer(server)), await pausedDevice(user, viaServer(server))];
 }
 
 describe('sync convergence (fuzz regressions)', () => {

@@ -1,53 +1,60 @@
-/**
- * Devices for sync tests: a sync server on SQLite (a temp file, reached
- * through `server.fetch`, no port) and `openTabula` instances of one user
- * on fake-indexeddb, each its own database, counting tokens with
- * ApproxTokenCounter. The leader's own loop is paused, so a test decides
- * when each device syncs (`tabula.sync.flush()`).
- */
+/** Sync client tests: a real sync server (SQLite on a temp file) called in-process, and devices on fake-indexeddb. */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { afterAll } from 'vitest';
 import { ApproxTokenCounter, type Tabula } from '../../../src/index.js';
-import { createSyncServer, sqliteStore, type SyncServer } from '../../../src/server/index.js';
+import { createSyncServer, sqliteStore, type ServerStore, type SyncServer } from '../../../src/server/index.js';
 import { httpSync } from '../../../src/sync/index.js';
 import { SECRET, tokenFor } from '../../server/helpers.js';
 import { freshTabula, uniqueName } from '../store/helpers.js';
 
-/** Servers on temp files; `close()` closes them all and removes the files (call it in afterAll). */
-export function serverPool(): { start(): SyncServer; close(): Promise<void> } {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'tabula-sync-test-'));
-  const opened: { close(): Promise<void> }[] = [];
-  let count = 0;
-  return {
-    start() {
-      const store = sqliteStore(path.join(dir, `server-${++count}.db`));
-      const server = createSyncServer({ store, auth: { secret: SECRET } });
-      opened.push({ close: async () => (await server.close(), await store.close()) });
-      return server;
-    },
-    async close() {
-      for (const one of opened.splice(0)) await one.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+const dir = mkdtempSync(path.join(os.tmpdir(), 'tabula-sync-client-'));
+let serverCount = 0;
+const servers: { store: ServerStore; server: SyncServer }[] = [];
+afterAll(async () => {
+  for (const { store, server } of servers) {
+    await server.close();
+    await store.close();
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A sync server on its own SQLite file, closed after the test file. */
+export function startServer(): SyncServer {
+  const store = sqliteStore(path.join(dir, `server-${++serverCount}.db`));
+  const server = createSyncServer({ store, auth: { secret: SECRET } });
+  servers.push({ store, server });
+  return server;
 }
 
 /** A fetch that reaches `server` without a port. */
-export function viaServer(server: SyncServer): typeof fetch {
-  return (input, init) => server.fetch(new Request(input instanceof Request ? input : String(input), init));
+export const viaServer = (server: SyncServer): typeof fetch => (input, init) => server.fetch(new Request(input instanceof Request ? input : String(input), init));
+
+/**
+ * A device of `userId`: a Tabula on its own database name (pass `name` to open one again, as after a
+ * crash), syncing with `server` through `fetchImpl`, polling only when asked (flush()).
+ */
+export async function device(server: SyncServer, userId: string, fetchImpl: typeof fetch = viaServer(server), name = uniqueName('device')) {
+  const token = await tokenFor(userId);
+  const tabula = await freshTabula({ name, userId, sync: httpSync({ url: 'http://sync.test', token, fetch: fetchImpl, pollIntervalMs: 3_600_000 }) });
+  return Object.assign(tabula, { name });
 }
 
-/** A device of `userId`: its own database, syncing through `fetchImpl` when the test flushes it. */
-export async function openDevice(userId: string, fetchImpl: typeof fetch, label = 'device'): Promise<Tabula> {
+
+/**
+ * A device of `userId` whose syncing the test drives: the leader's own loop is paused, so the device
+ * syncs only when the test calls `tabula.sync.flush()` (the leader's first cycle, started while opening,
+ * is over once the first flush is: flushes run one after the other). Tokens are counted with
+ * ApproxTokenCounter, so counts are the same on every device.
+ */
+export async function pausedDevice(userId: string, fetchImpl: typeof fetch, label = 'device'): Promise<Tabula> {
   const tabula = await freshTabula({
     name: uniqueName(label),
     userId,
     tokenCounter: new ApproxTokenCounter(),
     sync: httpSync({ url: 'http://sync.test', token: await tokenFor(userId), fetch: fetchImpl, pollIntervalMs: 3_600_000 }),
   });
-  // The test decides when this device syncs; the leader's first cycle, started while opening, is
-  // over once the test's first flush is (flushes run one after the other).
   tabula.sync?.pause();
   return tabula;
 }

@@ -1,0 +1,81 @@
+/**
+ * Blackboards over sync. A board lives in its own y-indexeddb database, so
+ * no transaction can hold a board change and an outbox row together. The
+ * persisted board is the source of truth instead: the leader queues what
+ * the server has not been sent, by state vector against a snapshot of what
+ * was queued before, and writes that outbox row and the new snapshot in one
+ * transaction. Whatever crashes in between, a change is either in a queued
+ * row (pushed, retried, never recomputed) or still differs from the
+ * snapshot (queued next time).
+ */
+import { fromBase64, toBase64 } from 'lib0/buffer';
+import * as Y from 'yjs';
+import { TabulaError } from '../core/errors.js';
+import { REMOTE_ORIGIN } from '../blackboard/registry.js';
+import { checkBlackboardUpdate } from '../blackboard/validate.js';
+import type { TabulaDb } from '../store/schema.js';
+import type { SyncBoard } from '../store/sync-host.js';
+import { queueOutbox } from '../store/writer.js';
+
+/** The meta key of the snapshot of a board as queued for the server (base64 of `Y.encodeSnapshot`). */
+function queuedKey(userId: string, sessionId: string): string {
+  return `sync:board:${JSON.stringify([userId, sessionId])}`;
+}
+
+async function readQueued(db: TabulaDb, key: string): Promise<Y.Snapshot> {
+  const stored = await db.meta.get(key);
+  return typeof stored?.value === 'string' ? Y.decodeSnapshot(fromBase64(stored.value)) : Y.emptySnapshot;
+}
+
+/**
+ * Queues what `board` holds beyond the snapshot already queued; returns true when it queued a row.
+ * Deletions do not move a state vector, so "changed" compares snapshots (state vector and delete set).
+ */
+export function queueBoard(db: TabulaDb, userId: string, sessionId: string, board: SyncBoard): Promise<boolean> {
+  const key = queuedKey(userId, sessionId);
+  return db.transaction('rw', [db.outbox, db.meta], async () => {
+    const queued = await readQueued(db, key);
+    const now = Y.snapshot(board.doc);
+    if (Y.equalSnapshots(queued, now)) return false;
+    const update = Y.encodeStateAsUpdate(board.doc, Y.encodeStateVector(queued.sv));
+    await queueOutbox(db, [{ board: { sessionId, update: toBase64(update) } }]);
+    await db.meta.put({ key, value: toBase64(Y.encodeSnapshot(now)) });
+    return true;
+  });
+}
+
+/**
+ * Decodes and checks the board updates of a pulled page before anything is applied; throws
+ * `schema/invalid` naming the item when one does not decode or would put a non-JSON value on a board.
+ */
+export function decodeBoardUpdates(items: readonly { index: number; sessionId: string; update: string }[]): Map<string, Uint8Array[]> {
+  const bySession = new Map<string, Uint8Array[]>();
+  for (const { index, sessionId, update } of items) {
+    const bytes = fromBase64(update);
+    const problem = checkBlackboardUpdate(bytes);
+    if (problem) {
+      throw new TabulaError('schema/invalid', `The sync server sent items[${index}].board for session "${sessionId}" that cannot be applied: ${problem}; nothing of that page was applied.`);
+    }
+    const list = bySession.get(sessionId) ?? [];
+    list.push(bytes);
+    bySession.set(sessionId, list);
+  }
+  return bySession;
+}
+
+/**
+ * Applies updates from the server to a board (origin 'remote', so the
+ * board's listeners say where they came from) and waits until they are
+ * stored. The server has what it sent: when nothing of this device was
+ * waiting to be queued, the queued snapshot moves along, so the update is
+ * not sent back.
+ */
+export async function applyRemoteBoard(db: TabulaDb, userId: string, sessionId: string, board: SyncBoard, updates: readonly Uint8Array[]): Promise<void> {
+  const before = Y.snapshot(board.doc);
+  Y.applyUpdate(board.doc, updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates([...updates]), REMOTE_ORIGIN);
+  await board.flushed();
+  const key = queuedKey(userId, sessionId);
+  await db.transaction('rw', db.meta, async () => {
+    if (Y.equalSnapshots(await readQueued(db, key), before)) await db.meta.put({ key, value: toBase64(Y.encodeSnapshot(Y.snapshot(board.doc))) });
+  });
+}

@@ -1,0 +1,142 @@
+/**
+ * Blackboards over sync (Node, fake-indexeddb, the real server in-process):
+ * a board written on one device reaches another (sets and deletes, origin
+ * 'remote'), nothing pulled is sent back, a change written while no sync
+ * engine ran (a crash before it was queued) is found on the next start, a
+ * queued row survives a restart, and a bad board update from the server
+ * changes nothing.
+ */
+import { describe, expect, it } from 'vitest';
+import type { BlackboardChange } from '../../../src/index.js';
+import { createDb } from '../../../src/store/schema.js';
+import { uniqueUser } from '../../server/helpers.js';
+import { freshTabula } from '../store/helpers.js';
+import { device, startServer, viaServer } from './helpers.js';
+
+/** Outbox rows of a device that hold a board update. */
+async function queuedBoards(name: string): Promise<number> {
+  const db = createDb(name);
+  const count = await db.outbox.filter((row) => row.board !== undefined).count();
+  db.close();
+  return count;
+}
+
+describe('httpSync: blackboards', () => {
+  it('a board written on one device reaches another, sets and deletes, as remote changes', { timeout: 60_000 }, async () => {
+    const server = startServer();
+    const alice = uniqueUser('alice');
+    const one = await device(server, alice);
+    const two = await device(server, alice);
+    const board = (await one.session('chat')).blackboard;
+    await board.whenLoaded;
+    board.set('plan', { steps: ['read', 'write'] });
+    board.set('draft', 'to be removed');
+    await board.flushed();
+    await one.sync?.flush();
+    await two.sync?.flush();
+    const seen = (await two.session('chat')).blackboard;
+    await seen.whenLoaded;
+    expect(seen.toJSON()).toEqual({ plan: { steps: ['read', 'write'] }, draft: 'to be removed' });
+
+    // A delete moves no state vector: it must still travel.
+    const changes: BlackboardChange[] = [];
+    seen.observe((batch) => changes.push(...batch));
+    board.delete('draft');
+    await board.flushed();
+    await one.sync?.flush();
+    await two.sync?.flush();
+    expect(seen.toJSON()).toEqual({ plan: { steps: ['read', 'write'] } });
+    expect(changes).toContainEqual(expect.objectContaining({ key: 'draft', origin: 'remote' }));
+
+    // What device two pulled is not pushed back: nothing of the board is queued there.
+    expect(await queuedBoards(two.name)).toBe(0);
+    await two.sync?.flush();
+    expect(two.sync?.status()).toMatchObject({ state: 'idle', pending: 0 });
+    await one.close();
+    await two.close();
+  });
+
+  it('a change stored while no sync engine noticed it (a crash before it was queued) is found on the next start', { timeout: 60_000 }, async () => {
+    const server = startServer();
+    const alice = uniqueUser('alice');
+    const first = await device(server, alice);
+    await first.session('chat');
+    await first.sync?.flush();
+    await first.close();
+    const { name } = first;
+    // The board is written by a Tabula without sync: no engine ever heard of the change, as after a crash.
+    const offline = await freshTabula({ name, userId: alice });
+    const board = (await offline.session('chat')).blackboard;
+    await board.whenLoaded;
+    board.set('written before the crash', true);
+    await board.flushed();
+    await offline.close();
+
+    const restarted = await device(server, alice, viaServer(server), name);
+    await restarted.sync?.flush();
+    const other = await device(server, alice);
+    await other.sync?.flush();
+    const seen = (await other.session('chat')).blackboard;
+    await seen.whenLoaded;
+    expect(seen.toJSON()).toEqual({ 'written before the crash': true });
+    await restarted.close();
+    await other.close();
+  });
+
+  it('a board row queued but not pushed (the server down) is pushed after a restart, once', { timeout: 60_000 }, async () => {
+    const server = startServer();
+    const alice = uniqueUser('alice');
+    let serverUp = false;
+    const flaky: typeof fetch = (input, init) => (serverUp ? viaServer(server)(input, init) : Promise.reject(new TypeError('fetch failed')));
+    const first = await device(server, alice, flaky);
+    const board = (await first.session('chat')).blackboard;
+    await board.whenLoaded;
+    board.set('k', 1);
+    await board.flushed();
+    await expect(first.sync?.flush()).rejects.toMatchObject({ code: 'sync/offline' });
+    expect(first.sync?.status()).toMatchObject({ state: 'offline' });
+    expect(await queuedBoards(first.name)).toBe(1);
+    await first.close();
+
+    serverUp = true;
+    const again = await device(server, alice, flaky, first.name);
+    await again.sync?.flush();
+    expect(await queuedBoards(first.name)).toBe(0);
+    const other = await device(server, alice);
+    await other.sync?.flush();
+    const seen = (await other.session('chat')).blackboard;
+    await seen.whenLoaded;
+    expect(seen.toJSON()).toEqual({ k: 1 });
+    await again.close();
+    await other.close();
+  });
+
+  it('a pulled board update that is not a valid blackboard change is refused and changes nothing', { timeout: 60_000 }, async () => {
+    const server = startServer();
+    const alice = uniqueUser('alice');
+    const writer = await device(server, alice);
+    const board = (await writer.session('chat')).blackboard;
+    await board.whenLoaded;
+    board.set('k', 'v');
+    await board.flushed();
+    await writer.sync?.flush();
+    // A server that garbles every board update it sends.
+    const garbling: typeof fetch = async (input, init) => {
+      const response = await viaServer(server)(input, init);
+      if (!String(input instanceof Request ? input.url : input).endsWith('/v1/pull')) return response;
+      const page = (await response.json()) as { items: { board?: { update: string } }[] };
+      for (const item of page.items) if (item.board) item.board.update = 'AQIDBAUGBwg='; // does not decode as a Yjs update
+      return Response.json(page, { status: response.status });
+    };
+    const reader = await device(server, alice, garbling);
+    await expect(reader.sync?.flush()).rejects.toMatchObject({ code: 'schema/invalid' });
+    expect(reader.sync?.status()).toMatchObject({ state: 'error', error: { code: 'schema/invalid' } });
+    // Nothing of the page was applied: not the session, not the cursor.
+    expect(await reader.sessions()).toEqual([]);
+    const db = createDb(reader.name);
+    expect(await db.meta.get('sync:cursor')).toBeUndefined();
+    db.close();
+    await writer.close();
+    await reader.close();
+  });
+});

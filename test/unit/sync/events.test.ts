@@ -1,0 +1,89 @@
+/**
+ * Sync without flush(): the leader tab pushes what any tab of its profile
+ * writes, the server's event stream pokes the other devices, and they pull.
+ * Every device polls once an hour here, so only pokes and nudges can make
+ * these tests pass.
+ */
+import { describe, expect, it } from 'vitest';
+import type { SessionChange, Tabula } from '../../../src/index.js';
+import type { SyncStatus } from '../../../src/sync/index.js';
+import { uniqueUser } from '../../server/helpers.js';
+import { uniqueName } from '../store/helpers.js';
+import { device, startServer, viaServer } from './helpers.js';
+
+/** Resolves with the first change `tabula` publishes that `matches`. */
+function nextChange(tabula: Tabula, matches: (change: SessionChange) => boolean): Promise<SessionChange> {
+  return new Promise((resolve) => {
+    const stop = tabula.subscribe((change) => {
+      if (!matches(change)) return;
+      stop();
+      resolve(change);
+    });
+  });
+}
+
+/** Resolves once `tabula`'s sync status satisfies `matches`. */
+function statusWhere(tabula: Tabula, matches: (status: SyncStatus) => boolean): Promise<SyncStatus> {
+  return new Promise((resolve) => {
+    const sync = tabula.sync;
+    if (!sync) throw new Error('sync is off');
+    if (matches(sync.status())) return resolve(sync.status());
+    const stop = sync.subscribe((status) => {
+      if (!matches(status)) return;
+      stop();
+      resolve(status);
+    });
+  });
+}
+
+describe('httpSync: events and tabs', () => {
+  it('a write in a tab that does not lead reaches another device without flush(): the leader pushes, the server pokes', { timeout: 60_000 }, async () => {
+    const server = startServer();
+    const alice = uniqueUser('alice');
+    const name = uniqueName('device');
+    const leader = await device(server, alice, viaServer(server), name);
+    // Only the leader syncs by itself: its first cycle finishing shows it leads.
+    await statusWhere(leader, (status) => status.lastSyncedAt !== null);
+    const follower = await device(server, alice, viaServer(server), name);
+    const other = await device(server, alice);
+    await statusWhere(other, (status) => status.lastSyncedAt !== null);
+
+    const arrived = nextChange(other, (change) => change.origin === 'remote' && change.sessionId === 'chat' && change.kinds.includes('message.append'));
+    await (await follower.session('chat')).append({ role: 'user', content: 'from the tab that does not lead' });
+    await arrived;
+    expect((await (await other.session('chat')).messages()).map((m) => m.content)).toEqual(['from the tab that does not lead']);
+    // The follower shows the leader's status: nothing pending once the leader pushed.
+    await statusWhere(follower, (status) => status.state === 'idle' && status.pending === 0 && status.lastSyncedAt !== null);
+
+    // A board change travels the same way.
+    const board = (await other.session('chat')).blackboard;
+    await board.whenLoaded;
+    const boardArrived = new Promise<void>((resolve) => board.observe((changes) => changes.some((c) => c.origin === 'remote') && resolve()));
+    const written = (await follower.session('chat')).blackboard;
+    await written.whenLoaded;
+    written.set('from', 'follower');
+    await boardArrived;
+    expect(board.get('from')).toBe('follower');
+    await leader.close();
+    await follower.close();
+    await other.close();
+  });
+
+  it('when the leader tab closes, another tab of the profile takes over', { timeout: 60_000 }, async () => {
+    const server = startServer();
+    const alice = uniqueUser('alice');
+    const name = uniqueName('device');
+    const first = await device(server, alice, viaServer(server), name);
+    await statusWhere(first, (status) => status.lastSyncedAt !== null);
+    const second = await device(server, alice, viaServer(server), name);
+    const other = await device(server, alice);
+    await statusWhere(other, (status) => status.lastSyncedAt !== null);
+    await first.close();
+    const arrived = nextChange(other, (change) => change.origin === 'remote' && change.kinds.includes('note.add'));
+    await (await second.session('chat')).note('after the leader left');
+    await arrived;
+    expect((await (await other.session('chat')).notes()).map((n) => n.text)).toEqual(['after the leader left']);
+    await second.close();
+    await other.close();
+  });
+});
