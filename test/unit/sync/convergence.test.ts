@@ -93,4 +93,28 @@ describe('sync convergence (fuzz regressions)', () => {
     await one.close();
     await two.close();
   });
+
+  // A pull page applies its ops first, then its board updates: a fresh device that pulls a board
+  // update, the delete of its session and a create again in one page puts the old life's board
+  // contents into the new life's board, which is empty everywhere else. (Fix in client.ts: drop a
+  // board item that a session.delete of the same session follows in its page.)
+  it.fails('a fresh device does not put a deleted session’s board into the session created again after it', async () => {
+    const [one, two] = await twoDevices();
+    const board = (await one.session('s')).blackboard;
+    await board.whenLoaded;
+    board.set('old life', true);
+    await board.flushed();
+    await one.sync?.flush();
+    await one.deleteSession('s');
+    const again = (await one.session('s')).blackboard;
+    await again.whenLoaded;
+    await one.sync?.flush();
+    await two.sync?.flush();
+    expect(again.toJSON()).toEqual({});
+    const seen = (await two.session('s')).blackboard;
+    await seen.whenLoaded;
+    expect(seen.toJSON()).toEqual({});
+    await one.close();
+    await two.close();
+  });
 });

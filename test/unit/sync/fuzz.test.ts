@@ -10,6 +10,12 @@
  * its seed; replay one with `TABULA_SEED=<seed> npx vitest run --project
  * unit test/unit/sync/fuzz.test.ts -t "seed <seed>"`.
  *
+ * Writes: appends, streamed replies (synced while they stream), memory sets
+ * and deletes, notes, state saves (the same version saved on two devices
+ * is a compare-and-set conflict sync settles), prefixes, clears,
+ * checkpoints and restores, journal records, applies and commits,
+ * blackboard sets, updates and deletes, session deletes.
+ *
  * Sessions: `s0` and `s1` are written by every device and never deleted;
  * `own<i>` is written, deleted and created again by device i only;
  * `doomed<i>` is created by device i, written by every device that has it,
@@ -35,6 +41,13 @@ const SEEDS = 20;
 /** Random steps per seed: sized so the whole file stays under a minute on a loaded 2-core machine. */
 const STEPS = 120;
 const SHARED_SESSIONS = ['s0', 's1'];
+/**
+ * Blackboard writes in sessions that are deleted and created again. Off until the pull stops applying
+ * a page's board updates after its ops: a fresh device pulling a board update, the delete of its
+ * session and a create again in one page puts the old life's board into the new one (the expected
+ * failure in convergence.test.ts).
+ */
+const BOARDS_IN_RECREATED_SESSIONS = false;
 const MEMORY_SCOPES = ['default', 'other'];
 
 
@@ -224,6 +237,19 @@ const WRITES: Record<string, Write> = {
   journalRecord: (session, random, device) => session.journal.record({ by: device.index, n: random.int(1000) }),
   journalApply: (session, random) => session.journal.apply([random.int(100), random.int(100)]),
   journalCommit: (session) => session.journal.markCommitted(),
+  async boardSet(session, random, device) {
+    const board = session.blackboard;
+    await board.whenLoaded;
+    if (random.next() < 0.7) board.set(`b${random.int(4)}`, { by: device.index, n: random.int(1000) });
+    else board.update({ [`b${random.int(4)}`]: device.index, [`b${random.int(4)}`]: [random.int(1000)] });
+    await board.flushed();
+  },
+  async boardDelete(session, random) {
+    const board = session.blackboard;
+    await board.whenLoaded;
+    board.delete(`b${random.int(4)}`);
+    await board.flushed();
+  },
 };
 const WRITE_KINDS = Object.keys(WRITES);
 
@@ -304,6 +330,7 @@ async function step(random: Random, network: FaultyNetwork, devices: readonly De
   const sessionId = await sessionToWrite(random, device, gone);
   if (sessionId === null) return `${who}: no session to write to`;
   const kind = random.pick(WRITE_KINDS);
+  if (!BOARDS_IN_RECREATED_SESSIONS && kind.startsWith('board') && sessionId === ownSession(device.index)) return `${who}: ${kind} ${sessionId} (left out)`;
   const session = await device.tabula.session(sessionId);
   try {
     await (WRITES[kind] as Write)(session, random, device);
@@ -336,6 +363,7 @@ async function view(tabula: Tabula) {
       memory,
       checkpoints: (await session.checkpoints()).map((c) => [c.id, c.label, c.at]),
       tokens: await session.tokens(),
+      board: await session.blackboard.whenLoaded.then(() => session.blackboard.toJSON()),
     };
   }
   return out;
