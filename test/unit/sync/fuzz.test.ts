@@ -39,7 +39,7 @@ import { pausedDevice, startServer, viaServer } from './helpers.js';
 /** How many seeds run, each its own test (TABULA_SEED moves the first). */
 const SEEDS = 20;
 /** Random steps per seed: sized so the whole file stays under a minute on a loaded 2-core machine. */
-const STEPS = 120;
+const STEPS = 80;
 const SHARED_SESSIONS = ['s0', 's1'];
 /**
  * Blackboard writes in sessions that are deleted and created again. Off until the pull stops applying
