@@ -16,6 +16,7 @@ import { createRunCoordinator } from './coordinator.js';
 import { platformLocks } from './locks.js';
 import { Dexie } from 'dexie';
 import { createBoardNotices, type BoardNotices } from './board-notices.js';
+import { seedOutbox } from './sync-seed.js';
 import type { SyncAdapter, SyncBoards, SyncEngine, SyncHandle } from './sync-host.js';
 import { createRecovery } from './recovery.js';
 import { mapStorageError } from './errors.js';
@@ -128,6 +129,12 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   };
   let engine: SyncEngine | null = null;
   if (options.sync) {
+    try {
+      await seedOutbox(db, defaultUserId);
+    } catch (error) {
+      db.close();
+      throw mapStorageError(error, 'queue the existing sessions for sync');
+    }
     store.sync = { userId: defaultUserId, nudge: () => engine?.nudge() };
     // This tab's clock id, so that a save made here is recognised when another device's save beats it.
     await db.meta.put({ key: `${LOCAL_CLOCK_PREFIX}${store.clock.clientId}`, value: true });

@@ -1,0 +1,61 @@
+/**
+ * The first time a profile opens with sync on, what it already holds goes
+ * to the outbox too: a user who chatted offline and signs in later finds
+ * those chats on their other devices. Each session is described by the
+ * ops that rebuild it, with its stored order keys and ids, so replicas
+ * apply them like any other ops, and an op that also reached the outbox
+ * the usual way applies once.
+ */
+import { Dexie } from 'dexie';
+import { subOrder } from '../core/hlc.js';
+import type { Op, OpBody, OpKind } from '../core/ops.js';
+import { newId } from './ids.js';
+import { sessionRange, sessionTables, type SessionRow, type TabulaDb } from './schema.js';
+import { queueOutbox } from './writer.js';
+
+/** The meta key that marks a user's existing data as queued. */
+const seededKey = (userId: string) => `sync:seeded:${userId}`;
+
+/** Queues the ops that rebuild every session of `userId`, once per profile and user, in one transaction. */
+export function seedOutbox(db: TabulaDb, userId: string): Promise<void> {
+  return db.transaction('rw', sessionTables(db), async () => {
+    if (await db.meta.get(seededKey(userId))) return;
+    const sessions = await db.sessions.where('[userId+sessionId]').between([userId, Dexie.minKey], [userId, Dexie.maxKey]).toArray();
+    for (const row of sessions) await queueOutbox(db, await sessionOps(db, row));
+    await db.meta.put({ key: seededKey(userId), value: true });
+  });
+}
+
+async function sessionOps(db: TabulaDb, row: SessionRow): Promise<Op[]> {
+  const { userId, sessionId } = row;
+  const range = sessionRange(userId, sessionId);
+  const [messages, journal, notes, memory, checkpoints] = await Promise.all([
+    db.messages.where('[userId+sessionId+order]').between(...range).toArray(),
+    db.journal.where('[userId+sessionId+order]').between(...range).toArray(),
+    db.notes.where('[userId+sessionId+order]').between(...range).toArray(),
+    db.memory.where('[userId+sessionId+scope]').between(...range).toArray(),
+    db.checkpoints.where('[userId+sessionId]').equals([userId, sessionId]).toArray(),
+  ]);
+  const ops: Op[] = [];
+  const op = <K extends OpKind>(kind: K, order: string, body: OpBody<K>, id = newId()) => ops.push({ id, kind, userId, sessionId, order, body } as Op);
+
+  op('session.create', row.createdOrder, { createdAt: row.createdAt, forkOf: row.forkOf });
+  if (row.prefixOrder !== '') op('prefix.set', row.prefixOrder, { prefix: row.prefix });
+  if (row.version > 0) op('state.save', row.versionOrder || row.createdOrder, { version: row.version, patch: row.state });
+  for (const checkpoint of checkpoints) {
+    op('checkpoint.create', checkpoint.order, { id: checkpoint.id, label: checkpoint.label, at: checkpoint.at, snapshot: checkpoint.snapshot });
+  }
+  for (const m of messages) op('message.append', m.order, { id: m.id, createdAt: m.createdAt, status: m.status, message: m.message });
+  // One op per entry, keyed by the entry's row: entries keep their relative order on every replica,
+  // where each is stored at subOrder(its order, 0), so the commit names the covered entry that way.
+  for (const entry of journal) op('journal.append', entry.order, { entries: [entry.entry] }, entry.id);
+  const through = row.journalThrough ?? journal[row.journalWatermark - 1]?.order;
+  if (row.journalWatermark > 0 && through !== undefined) op('journal.commit', through, { watermark: row.journalWatermark, through: subOrder(through, 0) });
+  // A note's row id is the id of the op that added it: the same note queued twice is added once.
+  for (const note of notes) op('note.add', note.order, { text: note.text, runId: note.runId, scope: note.scope, at: note.at }, note.id);
+  for (const m of memory) {
+    if (m.deleted || m.value === null) op('memory.delete', m.order, { scope: m.scope, key: m.key });
+    else op('memory.set', m.order, { scope: m.scope, key: m.key, value: m.value });
+  }
+  return ops;
+}
