@@ -10,7 +10,8 @@
  * its seed; replay one with `TABULA_SEED=<seed> npx vitest run --project
  * unit test/unit/sync/fuzz.test.ts -t "seed <seed>"`.
  *
- * Writes: appends, streamed replies (synced while they stream), memory sets
+ * Writes: appends, streamed replies (devices sync while they stream; only
+ * the finished message travels), memory sets
  * and deletes, notes, state saves (the same version saved on two devices
  * is a compare-and-set conflict sync settles), prefixes, clears,
  * checkpoints and restores, journal records, applies and commits,
@@ -49,7 +50,6 @@ const SHARED_SESSIONS = ['s0', 's1'];
  */
 const BOARDS_IN_RECREATED_SESSIONS = false;
 const MEMORY_SCOPES = ['default', 'other'];
-
 
 /** mulberry32: a small seeded generator, so a seed replays the same schedule. */
 function generator(seed: number) {
