@@ -9,7 +9,9 @@
  *   produce; the greatest (version, order) wins;
  * - a message's status and text keep the greatest (status rank, order), and
  *   an update that arrives before its append stores the message itself;
- * - clears and restores drop the messages ordered before them;
+ * - clears and restores drop the messages ordered before them; a restored
+ *   copy takes the updates of its message ordered after the restore, kept
+ *   per message id in an update register even when they arrived first;
  * - a journal commit names the last entry it covers; the watermark counts
  *   the entries up to the greatest one named, so a commit may arrive before
  *   its entries and another device's later entries stay pending.
@@ -23,7 +25,19 @@ import { hlcOf, parseHlc, subOrder } from '../core/hlc.js';
 import { emptyStateFields, type MessageStatus, type Op, type OpBody, type StateFields } from '../core/ops.js';
 import { assertNever } from '../core/errors.js';
 import { Dexie } from 'dexie';
-import { removedMessageKey, removedMessagePrefix, sessionRange, tombstoneKey, type MessageRow, type SessionRow, type TabulaDb } from './schema.js';
+import type { JsonValue } from '../core/json.js';
+import type { Message } from '../core/message.js';
+import {
+  messageUpdatesKey,
+  messageUpdatesPrefix,
+  removedMessageKey,
+  removedMessagePrefix,
+  sessionRange,
+  tombstoneKey,
+  type MessageRow,
+  type SessionRow,
+  type TabulaDb,
+} from './schema.js';
 
 function wallMs(op: Op): number {
   return parseHlc(hlcOf(op.order)).wallMs;
@@ -79,6 +93,7 @@ async function deleteSessionRows(db: TabulaDb, userId: string, sessionId: string
     db.runs.where('[userId+sessionId+scope]').between(lower, upper).delete(),
     db.checkpoints.where('[userId+sessionId]').equals([userId, sessionId]).delete(),
     db.meta.where('key').startsWith(removedMessagePrefix(userId, sessionId)).delete(),
+    db.meta.where('key').startsWith(messageUpdatesPrefix(userId, sessionId)).delete(),
   ]);
 }
 
@@ -120,6 +135,38 @@ function messageRow(op: Op, body: OpBody<'message.append'>): MessageRow {
     message: body.message,
     tokens: {},
   };
+}
+
+/** A message's update register (see `messageUpdatesKey`): the latest update of each status. */
+type UpdateRegister = Partial<Record<MessageStatus, { order: string; message: Message }>>;
+
+const STATUSES_BY_RANK: readonly MessageStatus[] = ['streaming', 'interrupted', 'complete'];
+
+/** Records a message.update in its message's register, whether or not it changes the row. */
+async function registerUpdate(db: TabulaDb, op: Op & { kind: 'message.update' }): Promise<void> {
+  const key = messageUpdatesKey(op.userId, op.sessionId, op.body.id);
+  const register = (await db.meta.get(key))?.value as UpdateRegister | undefined;
+  const latest = register?.[op.body.status];
+  if (latest && latest.order >= op.order) return;
+  const next: UpdateRegister = { ...register, [op.body.status]: { order: op.order, message: op.body.message } };
+  await db.meta.put({ key, value: next as JsonValue });
+}
+
+/**
+ * A restored copy as it is once every update ordered after it has been applied, as message.update
+ * applies them (a higher status rank wins, then the later update): the greatest (rank, order).
+ */
+function withLaterUpdates(copy: MessageRow, register: UpdateRegister | undefined): MessageRow {
+  let result = copy;
+  for (const status of STATUSES_BY_RANK) {
+    const update = register?.[status];
+    if (!update || update.order <= copy.order) continue;
+    const rank = STATUS_RANK[status] - STATUS_RANK[result.status];
+    if (rank > 0 || (rank === 0 && update.order > (result.updateOrder ?? result.order))) {
+      result = { ...result, status, message: update.message, updateOrder: update.order };
+    }
+  }
+  return result;
 }
 
 /**
@@ -220,14 +267,29 @@ export async function applyOps(db: TabulaDb, ops: readonly Op[], conflicts?: Sav
 export type AppendOp = Op & { kind: 'message.append' };
 
 /**
- * Counts an op of this session life towards lastOrder and updatedAt, applied or superseded, so that they
- * are the same maxima on every replica whatever the order of arrival.
+ * Whether an op leaves the browser that made it. A stream's chunks stay local (DESIGN §3.5): its final
+ * update carries the order and createdAt its append had, so another replica stores the finished message
+ * from it alone, and never holds a streaming message it cannot tell is still alive (its recovery would
+ * mark it interrupted, for every device, while the stream goes on).
+ */
+export function isSynced(op: Op): boolean {
+  return (op.kind !== 'message.append' && op.kind !== 'message.update') || op.body.status !== 'streaming';
+}
+
+/**
+ * Counts an op of this session life towards lastOrder and updatedAt, applied or superseded, so that
+ * updatedAt is the same maximum on every replica whatever the order of arrival. Ops that stay local
+ * count towards lastOrder only (it keeps this browser's next writes after them).
  */
 function touch(slot: SessionSlot, row: SessionRow, op: Op): void {
-  if (op.order <= row.lastOrder) return;
-  row.lastOrder = op.order;
-  row.updatedAt = Math.max(row.updatedAt, wallMs(op));
-  slot.dirty = true;
+  if (op.order > row.lastOrder) {
+    row.lastOrder = op.order;
+    slot.dirty = true;
+  }
+  if (isSynced(op) && wallMs(op) > row.updatedAt) {
+    row.updatedAt = wallMs(op);
+    slot.dirty = true;
+  }
 }
 
 /**
@@ -361,6 +423,9 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
 
     case 'message.update': {
       const { id, status, message, order, createdAt } = op.body;
+      // Kept whatever happens to the row: a restore ordered before this update may bring the message
+      // back later (after a clear dropped it, say), and the copy must end as if this came after it.
+      await registerUpdate(db, op);
       const current = await db.messages.get([op.userId, op.sessionId, id]);
       if (!current) {
         // The update came first: it carries what the append would have stored (older ops do not).
@@ -487,15 +552,18 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
         // An update ordered after the restore, already applied to the original, carries over to the copy,
         // as it would have if it had arrived after the restore.
         const originals = await db.messages.bulkGet(snapshot.messages.map((m) => [op.userId, op.sessionId, m.id] as [string, string, string]));
+        const registers = await db.meta.bulkGet(snapshot.messages.map((m) => messageUpdatesKey(op.userId, op.sessionId, m.id)));
         await dropMessagesBefore(db, op.userId, op.sessionId, op.order);
         // Restored messages take order keys derived from the restore, so they sort as of now: a clear
         // ordered before the restore cannot drop them, and appends still follow them.
         await db.messages.bulkPut(
           snapshot.messages.map((m, index) => {
-            const copy = { ...m, order: subOrder(op.order, index), userId: op.userId, sessionId: op.sessionId, tokens: {} };
+            const copy: MessageRow = { ...m, order: subOrder(op.order, index), userId: op.userId, sessionId: op.sessionId, tokens: {} };
             const original = originals[index];
-            if (original?.updateOrder === undefined || original.updateOrder <= op.order) return copy;
-            return { ...copy, status: original.status, message: original.message, updateOrder: original.updateOrder };
+            // Rows written before update registers existed carry their last update themselves.
+            const carried = original?.updateOrder === undefined || original.updateOrder <= op.order ? copy : { ...copy, status: original.status, message: original.message, updateOrder: original.updateOrder };
+            // The register also holds updates applied to an original a clear has dropped since, or that arrived when no row was there.
+            return withLaterUpdates(carried, registers[index]?.value as UpdateRegister | undefined);
           }),
         );
         row.clearedBefore = op.order;

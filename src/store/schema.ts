@@ -216,6 +216,20 @@ export function removedMessageKey(userId: string, sessionId: string, id: string)
   return removedMessagePrefix(userId, sessionId) + id;
 }
 
+/** The meta key prefix of a session's message-update registers. */
+export function messageUpdatesPrefix(userId: string, sessionId: string): string {
+  return `updates:${JSON.stringify([userId, sessionId])}:`;
+}
+
+/**
+ * The meta key of a message's update register: the latest message.update of each status (its order and
+ * message), kept while the session lives, so a restore can fold into a copy the updates ordered after it
+ * even when they were applied to an original that a clear has dropped since.
+ */
+export function messageUpdatesKey(userId: string, sessionId: string, id: string): string {
+  return messageUpdatesPrefix(userId, sessionId) + id;
+}
+
 /** Bounds of a compound index range over one session: [userId, sessionId, *]. */
 export function sessionRange(userId: string, sessionId: string): [unknown[], unknown[]] {
   return [

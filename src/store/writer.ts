@@ -8,7 +8,7 @@ import { TabulaError } from '../core/errors.js';
 import { hlcOf, type HybridLogicalClock } from '../core/hlc.js';
 import type { Op, OpBody, OpKind } from '../core/ops.js';
 import type { TokenCounter } from '../core/tokens.js';
-import { applyAppends, applyOp, flushSlot, loadSlot, type AppendOp } from './apply.js';
+import { applyAppends, applyOp, flushSlot, isSynced, loadSlot, type AppendOp } from './apply.js';
 import type { BoardRegistry } from '../blackboard/registry.js';
 import type { ChangeFeed } from './changes.js';
 import type { RunCoordinator } from './coordinator.js';
@@ -109,6 +109,9 @@ export async function commit<T>(
   assertOpen(store);
   const { db, clock } = store;
   const applied: Op[] = [];
+  // Every op this replica folded in, applied or not: one that changed nothing here (a second
+  // markCommitted) still moved the session's lastOrder and updatedAt, so the other replicas need it too.
+  const emitted: Op[] = [];
   let result: T;
   try {
     result = await db.transaction('rw', sessionTables(db), async () => {
@@ -138,6 +141,7 @@ export async function commit<T>(
         async emit(kind, body, options = {}) {
           const order = options.order ?? nextOrder();
           const op = { id: options.id ?? newId(), kind, userId, sessionId, order, body } as Op;
+          emitted.push(op);
           if (await applyOp(db, slot, op)) applied.push(op);
           // Imported ops carry their own order; later ops must still sort after all of them.
           if (slot.row && slot.row.lastOrder > after) after = slot.row.lastOrder;
@@ -147,6 +151,7 @@ export async function commit<T>(
           const ops = bodies.map(
             (body, index): AppendOp => ({ id: newId(), kind: 'message.append', userId, sessionId, order: orders?.[index] ?? nextOrder(), body }),
           );
+          emitted.push(...ops);
           applied.push(...(await applyAppends(db, slot, ops)));
           if (slot.row && slot.row.lastOrder > after) after = slot.row.lastOrder;
           return ops;
@@ -154,13 +159,13 @@ export async function commit<T>(
       };
       const value = await build(emitter);
       await flushSlot(db, slot);
-      if (store.sync) await queueOutbox(db, applied.filter((op) => op.userId === store.sync?.userId));
+      if (store.sync) await queueOutbox(db, emitted.filter((op) => op.userId === store.sync?.userId && isSynced(op)));
       return value;
     });
   } catch (error) {
     throw mapStorageError(error, what);
   }
-  if (applied.length > 0 && store.sync) store.sync.nudge();
+  if (store.sync && emitted.some(isSynced)) store.sync.nudge();
   if (applied.length > 0) {
     store.feed.publish({ userId, sessionId, kinds: [...new Set(applied.map((op) => op.kind))] }, 'local');
   }

@@ -450,3 +450,66 @@ describe('applyOps: restores, deletes and same-version saves converge', () => {
     expect(expected?.state.summary).toBe('from b');
   });
 });
+
+describe('applyOps: a stream update, a clear and a restore (found by the sync fuzz)', () => {
+  // Device a streams m1 and takes a checkpoint while it streams; device b clears the session and
+  // restores that checkpoint, so m1 is back as a copy (streaming, the checkpoint's text); then a
+  // finishes the stream: its final update is ordered after the restore and, in order-key order,
+  // completes the copy. A replica that applied the final update before the clear and the restore
+  // (device a itself) applied it to the original, which the clear then dropped; the restore only
+  // carries over updates of originals still present, so the copy stays streaming (then interrupted)
+  // there and complete everywhere else, for good. So an update outlives the row it was applied to:
+  // each message keeps the latest update of each status in a register (meta), and a restore folds
+  // into each copy those ordered after it.
+  const streamingSnapshot = {
+    prefix: { systemPrompt: '', grounding: [], schemaBlock: null },
+    state: { summary: null, tasks: null, plan: null, permissions: null, tools: [], context: {} },
+    messages: [{ id: 'm1', order: at(2), createdAt: 1, status: 'streaming' as const, message: { role: 'assistant' as const, content: 'part' } }],
+  };
+  const ops = () => {
+    const final = op('message.update', at(7), { id: 'm1', status: 'complete', message: { role: 'assistant', content: 'part and the rest' }, order: at(2), createdAt: 1 });
+    return {
+      before: [
+        create(at(1)),
+        append(at(2), 'm1', '', 'streaming'),
+        op('checkpoint.create', at(3), { id: 'cp1', label: null, at: 1, snapshot: streamingSnapshot }),
+      ],
+      clear: op('session.clear', at(4, 'b'), {}),
+      restore: op('checkpoint.restore', at(5, 'b'), { id: 'cp1', version: 1 }),
+      final,
+    };
+  };
+
+  it('a final update applied before the clear and the restore still completes the restored copy', async () => {
+    const { before, clear, restore, final } = ops();
+    const { expected } = await converge([[...before, final], [clear, restore]]);
+    expect(expected?.messages).toEqual(['m1:complete:part and the rest']);
+  });
+
+  it('a final update that arrives between the clear and the restore still completes the restored copy', async () => {
+    const { before, clear, restore, final } = ops();
+    const { expected } = await converge([[...before, clear], [final], [restore]]);
+    expect(expected?.messages).toEqual(['m1:complete:part and the rest']);
+  });
+
+  it('a final update that arrives after the restore completes the copy (the order-key order)', async () => {
+    const { before, clear, restore, final } = ops();
+    const { expected } = await converge([[...before, clear, restore], [final]]);
+    expect(expected?.messages).toEqual(['m1:complete:part and the rest']);
+  });
+});
+
+describe('applyOps: session lives (known limitation)', () => {
+  // Device a deletes the session and creates it again; device b, which has not heard of the delete,
+  // appends to the old life, ordered after the new create. In order-key order the append lands in the
+  // new life; on b (append first, then delete and create) the delete takes it away with the old life.
+  // Not only a concurrent create: any write of another device to the old life diverges. Ops would
+  // have to name the life (the create's order) they belong to.
+  it.fails('an append to the old life from another device converges whatever the order', async () => {
+    // Either outcome (the append kept in the new life, or gone with the old) is fine, as long as every replica agrees.
+    await converge([
+      [create(at(1)), append(at(5, 'b'), 'from b')],
+      [op('session.delete', at(3), {}), create(at(4))],
+    ]);
+  });
+});

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll } from 'vitest';
+import { ApproxTokenCounter, type Tabula } from '../../../src/index.js';
 import { createSyncServer, sqliteStore, type ServerStore, type SyncServer } from '../../../src/server/index.js';
 import { httpSync } from '../../../src/sync/index.js';
 import { SECRET, tokenFor } from '../../server/helpers.js';
@@ -40,3 +41,20 @@ export async function device(server: SyncServer, userId: string, fetchImpl: type
   return Object.assign(tabula, { name });
 }
 
+
+/**
+ * A device of `userId` whose syncing the test drives: the leader's own loop is paused, so the device
+ * syncs only when the test calls `tabula.sync.flush()` (the leader's first cycle, started while opening,
+ * is over once the first flush is: flushes run one after the other). Tokens are counted with
+ * ApproxTokenCounter, so counts are the same on every device.
+ */
+export async function pausedDevice(userId: string, fetchImpl: typeof fetch, label = 'device'): Promise<Tabula> {
+  const tabula = await freshTabula({
+    name: uniqueName(label),
+    userId,
+    tokenCounter: new ApproxTokenCounter(),
+    sync: httpSync({ url: 'http://sync.test', token: await tokenFor(userId), fetch: fetchImpl, pollIntervalMs: 3_600_000 }),
+  });
+  tabula.sync?.pause();
+  return tabula;
+}

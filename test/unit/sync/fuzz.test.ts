@@ -1,0 +1,498 @@
+/**
+ * The seeded sync fuzz of issue 12: three devices of one user (separate
+ * `openTabula` names on fake-indexeddb) make random writes through the
+ * public API and sync at random points over a faulty network that drops
+ * requests, fails them, sends them twice, holds them back and delivers them
+ * later in another order, and drops answers after the server committed.
+ * After a final round of flushes until nothing moves, every device shows
+ * the same thing through the public API as the others and as a fresh
+ * fourth device that pulled everything. Each seed is its own test, named by
+ * its seed; replay one with `TABULA_SEED=<seed> npx vitest run --project
+ * unit test/unit/sync/fuzz.test.ts -t "seed <seed>"`.
+ *
+ * Writes: appends, streamed replies (devices sync while they stream; only
+ * the finished message travels), memory sets
+ * and deletes, notes, state saves (the same version saved on two devices
+ * is a compare-and-set conflict sync settles), prefixes, clears,
+ * checkpoints and restores, journal records, applies and commits,
+ * blackboard sets, updates and deletes, session deletes.
+ *
+ * Sessions: `s0` and `s1` are written by every device and never deleted;
+ * `own<i>` is written, deleted and created again by device i only;
+ * `doomed<i>` is created by device i, written by every device that has it,
+ * and deleted once by device i, never to come back.
+ *
+ * What is deliberately not fuzzed: a session deleted and created again on
+ * one device while another device writes to it or creates it concurrently.
+ * Ops do not name the session life they belong to, so an op made on the old
+ * life on one device lands in the new life on some replicas and not on
+ * others (apply.ts, "Session lives"; the expected failure in
+ * apply.guards.test.ts).
+ */
+import { describe, expect, it } from 'vitest';
+import { PrefixContext, TabulaError, type JsonValue, type MessageStream, type Session, type Tabula } from '../../../src/index.js';
+import type { SyncServer } from '../../../src/server/index.js';
+import { SYNC_PATHS } from '../../../src/sync/protocol.js';
+import { tokenFor, uniqueUser } from '../../server/helpers.js';
+import { TEST_SEED } from '../seed.js';
+import { pausedDevice, startServer, viaServer } from './helpers.js';
+
+/** How many seeds run, each its own test (TABULA_SEED moves the first). */
+const SEEDS = 20;
+/** Random steps per seed: sized so the whole file stays under a minute on a loaded 2-core machine. */
+const STEPS = 80;
+const SHARED_SESSIONS = ['s0', 's1'];
+/**
+ * Blackboard writes in sessions that are deleted and created again. Off until the pull stops applying
+ * a page's board updates after its ops: a fresh device pulling a board update, the delete of its
+ * session and a create again in one page puts the old life's board into the new one (the expected
+ * failure in convergence.test.ts).
+ */
+const BOARDS_IN_RECREATED_SESSIONS = false;
+const MEMORY_SCOPES = ['default', 'other'];
+
+/** mulberry32: a small seeded generator, so a seed replays the same schedule. */
+function generator(seed: number) {
+  let a = seed >>> 0;
+  const next = (): number => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+  return {
+    next,
+    int: (n: number): number => Math.floor(next() * n),
+    pick<T>(items: readonly T[]): T {
+      return items[Math.floor(next() * items.length)] as T;
+    },
+  };
+}
+type Random = ReturnType<typeof generator>;
+
+/**
+ * A network between the devices and one server, faulty until `faulty` is
+ * set to false. Held requests and answers wait in `held` until the
+ * schedule delivers them, in any order; a device whose flush waits on one
+ * hears of it through `onHold`, so the schedule does not wait for it.
+ */
+class FaultyNetwork {
+  faulty = true;
+  readonly held: { device: number; deliver(): Promise<void> }[] = [];
+  readonly onHold = new Map<number, () => void>();
+  readonly log = { requests: 0, dropped: 0, failed: 0, lostAnswers: 0, doubled: 0, held: 0, replayed: 0 };
+
+  constructor(
+    private readonly server: SyncServer,
+    private readonly random: Random,
+  ) {}
+
+  fetchFor(device: number): typeof fetch {
+    return async (input, init) => {
+      const url = input instanceof Request ? input.url : String(input);
+      // The leader's event stream only wakes a loop the schedule keeps paused: it passes untouched, so
+      // it draws no random numbers at times the schedule does not decide.
+      if (url.endsWith(SYNC_PATHS.events)) return this.server.fetch(new Request(url, init));
+      // The body is the client's JSON string: it can be sent again, later.
+      const send = () => this.server.fetch(new Request(url, { method: init?.method, headers: init?.headers, body: init?.body }));
+      this.log.requests += 1;
+      const roll = this.faulty ? this.random.next() : 1;
+      if (roll < 0.07) {
+        this.log.dropped += 1;
+        throw new TypeError('fuzz: request dropped');
+      }
+      if (roll < 0.12) {
+        this.log.failed += 1;
+        return Response.json({ error: { code: 'storage/failed', message: 'fuzz: flaky server' } }, { status: 500 });
+      }
+      if (roll < 0.19) {
+        this.log.lostAnswers += 1;
+        await send();
+        throw new TypeError('fuzz: answer lost after the server committed');
+      }
+      if (roll < 0.25) {
+        this.log.doubled += 1;
+        await send();
+        return send();
+      }
+      if (roll < 0.3) {
+        // Held: the request reaches the server later, after whatever the schedule does meanwhile.
+        this.log.held += 1;
+        return this.hold(device, send);
+      }
+      if (roll < 0.35) {
+        // The server commits now; the answer arrives later.
+        this.log.held += 1;
+        const response = await send();
+        return this.hold(device, () => Promise.resolve(response));
+      }
+      if (roll < 0.4) {
+        // A copy of this request reaches the server again much later (a retry from a stale connection).
+        this.log.replayed += 1;
+        this.held.push({ device: -1, deliver: async () => void (await send()) });
+      }
+      return send();
+    };
+  }
+
+  private hold(device: number, respond: () => Promise<Response>): Promise<Response> {
+    return new Promise<Response>((resolve, reject) => {
+      this.held.push({ device, deliver: () => respond().then(resolve, reject) });
+      this.onHold.get(device)?.();
+    });
+  }
+}
+
+interface Device {
+  readonly index: number;
+  readonly tabula: Tabula;
+  /** A flush whose request the network holds: it finishes in the background once delivered. */
+  inflight: Promise<void> | null;
+  readonly streams: { sessionId: string; stream: MessageStream }[];
+  /** Remote changes heard since the last look (quiescence). */
+  heard: number;
+}
+
+async function openDevice(userId: string, fetchImpl: typeof fetch, index: number): Promise<Device> {
+  const tabula = await pausedDevice(userId, fetchImpl, `fuzz-device-${index}`);
+  const device: Device = { index, tabula, inflight: null, streams: [], heard: 0 };
+  tabula.subscribe((change) => {
+    if (change.origin === 'remote') device.heard += 1;
+  });
+  return device;
+}
+
+/** Waits for `flush` to finish or for the network to hold one of its requests, whichever comes first. */
+async function settleFlush(network: FaultyNetwork, device: Device, flush: Promise<void>): Promise<void> {
+  const quiet = flush.catch(() => undefined);
+  const held = new Promise<'held'>((resolve) => network.onHold.set(device.index, () => resolve('held')));
+  const outcome = await Promise.race([quiet.then(() => 'done' as const), held]);
+  network.onHold.delete(device.index);
+  device.inflight = outcome === 'held' ? quiet : null;
+}
+
+/** Delivers the held item at `position` and waits for the flush it unblocks (or its next hold). */
+async function deliver(network: FaultyNetwork, devices: readonly Device[], position: number): Promise<void> {
+  const [item] = network.held.splice(position, 1);
+  if (!item) return;
+  const owner = devices[item.device];
+  if (!owner?.inflight) {
+    await item.deliver();
+    return;
+  }
+  const flush = owner.inflight;
+  const held = new Promise<'held'>((resolve) => network.onHold.set(owner.index, () => resolve('held')));
+  await item.deliver();
+  const outcome = await Promise.race([flush.then(() => 'done' as const), held]);
+  network.onHold.delete(owner.index);
+  if (outcome === 'done') owner.inflight = null;
+}
+
+/** Only device `owner` writes to, deletes and re-creates `own<owner>`. */
+const ownSession = (owner: number) => `own${owner}`;
+/** Device `owner` creates `doomed<owner>` and deletes it once; the others write to it while they have it. */
+const doomedSession = (owner: number) => `doomed${owner}`;
+
+async function exists(tabula: Tabula, sessionId: string): Promise<boolean> {
+  return (await tabula.sessions()).some((s) => s.sessionId === sessionId);
+}
+
+/** A local write the schedule may make; false when it did not apply (nothing to restore, say). */
+type Write = (session: Session, random: Random, device: Device) => Promise<unknown>;
+
+const WRITES: Record<string, Write> = {
+  append: (session, random, device) =>
+    session.append(
+      Array.from({ length: 1 + random.int(2) }, (_, i) => ({ role: random.pick(['user', 'assistant'] as const), content: `m${device.index}.${random.int(1000)}.${i}` })),
+    ),
+  async streamStart(session, random, device) {
+    const stream = await session.stream({ role: 'assistant' });
+    stream.write(`r${device.index}.${random.int(1000)} `);
+    device.streams.push({ sessionId: session.sessionId, stream });
+  },
+  async note(session, random, device) {
+    await session.note(`note ${device.index}.${random.int(1000)}`);
+  },
+  memorySet: (session, random, device) => session.memory(random.pick(MEMORY_SCOPES)).set(`k${random.int(3)}`, { by: device.index, n: random.int(1000) }),
+  memoryDelete: (session, random) => session.memory(random.pick(MEMORY_SCOPES)).delete(`k${random.int(3)}`),
+  save(session, random, device) {
+    const n = random.int(1000);
+    const patches: Record<string, JsonValue>[] = [
+      { tasks: [device.index, n] },
+      { summary: `summary ${device.index}.${n}` },
+      { plan: { step: n } },
+      { tools: [`tool${n % 3}`], permissions: { allow: n % 2 === 0 } },
+      { context: { by: device.index, n } },
+    ];
+    return session.save(random.pick(patches));
+  },
+  prefix: (session, random, device) => session.setPrefix(new PrefixContext({ systemPrompt: `prefix ${device.index}.${random.int(1000)}`, grounding: [{ role: 'user', content: 'ground' }] })),
+  clear: (session) => session.clearContext(),
+  checkpoint: (session, random) => session.checkpoint(random.next() < 0.5 ? `cp${random.int(100)}` : undefined),
+  async restore(session, random) {
+    const checkpoints = await session.checkpoints();
+    if (checkpoints.length > 0) await session.restore(random.pick(checkpoints).id);
+  },
+  journalRecord: (session, random, device) => session.journal.record({ by: device.index, n: random.int(1000) }),
+  journalApply: (session, random) => session.journal.apply([random.int(100), random.int(100)]),
+  journalCommit: (session) => session.journal.markCommitted(),
+  async boardSet(session, random, device) {
+    const board = session.blackboard;
+    await board.whenLoaded;
+    if (random.next() < 0.7) board.set(`b${random.int(4)}`, { by: device.index, n: random.int(1000) });
+    else board.update({ [`b${random.int(4)}`]: device.index, [`b${random.int(4)}`]: [random.int(1000)] });
+    await board.flushed();
+  },
+  async boardDelete(session, random) {
+    const board = session.blackboard;
+    await board.whenLoaded;
+    board.delete(`b${random.int(4)}`);
+    await board.flushed();
+  },
+};
+const WRITE_KINDS = Object.keys(WRITES);
+
+/** Errors a write may meet because another device changed the session under it (and only those). */
+function expectedRace(error: unknown): boolean {
+  // A remote clear or restore removed a streaming message; a remote delete removed the session.
+  return error instanceof TabulaError && ['stream/dropped', 'session/not-found'].includes(error.code);
+}
+
+/** Finishes (or interrupts) one of the device's open streams. */
+async function endStream(device: Device, random: Random): Promise<void> {
+  const [open] = device.streams.splice(random.int(device.streams.length), 1);
+  if (!open) return;
+  try {
+    // write() throws the failure of an earlier chunk flush (a remote clear dropped the message, say).
+    open.stream.write(`more ${random.int(1000)}`);
+    await (random.next() < 0.8 ? open.stream.done() : open.stream.abort());
+  } catch (error) {
+    if (!expectedRace(error)) throw error;
+  }
+}
+
+/** Aborts the device's streams in `sessionId` (it is about to delete it). */
+async function abortStreams(device: Device, sessionId: string): Promise<void> {
+  for (const open of device.streams.filter((s) => s.sessionId === sessionId)) await open.stream.abort().catch(() => undefined);
+  device.streams.splice(0, device.streams.length, ...device.streams.filter((s) => s.sessionId !== sessionId));
+}
+
+/** The session a write of `device` goes to, or null when that device must not write to it now. */
+async function sessionToWrite(random: Random, device: Device, gone: ReadonlySet<string>): Promise<string | null> {
+  const roll = random.next();
+  if (roll < 0.6) return random.pick(SHARED_SESSIONS);
+  if (roll < 0.8) return ownSession(device.index);
+  const doomed = doomedSession(random.int(3));
+  // Only its owner creates it, before deleting it; the others write only while they have it.
+  if (doomed === doomedSession(device.index)) return gone.has(doomed) ? null : doomed;
+  return (await exists(device.tabula, doomed)) ? doomed : null;
+}
+
+/** One random step of device `device`; returns what it did, for the trace. */
+async function step(random: Random, network: FaultyNetwork, devices: readonly Device[], device: Device, gone: Set<string>): Promise<string> {
+  const roll = random.next();
+  const who = `device ${device.index}`;
+  if (roll < 0.2) {
+    if (device.inflight) return `${who}: flush (one already waits on the network)`;
+    await settleFlush(network, device, (device.tabula.sync as NonNullable<Tabula['sync']>).flush());
+    return `${who}: flush${device.inflight ? ' (held)' : ''}`;
+  }
+  if (roll < 0.27) {
+    if (network.held.length === 0) return 'deliver (nothing held)';
+    const position = random.int(network.held.length);
+    const owner = network.held[position]?.device;
+    await deliver(network, devices, position);
+    return `deliver a held item of device ${owner}`;
+  }
+  if (roll < 0.32) {
+    await endStream(device, random);
+    return `${who}: end a stream`;
+  }
+  if (roll < 0.34) {
+    // Delete and (sometimes at once, sometimes later) re-create the device's own session.
+    const own = ownSession(device.index);
+    if (!(await exists(device.tabula, own))) return `${who}: delete ${own} (absent)`;
+    await abortStreams(device, own);
+    await device.tabula.deleteSession(own);
+    const again = random.next() < 0.5;
+    if (again) await device.tabula.session(own);
+    return `${who}: delete ${own}${again ? ' and create it again' : ''}`;
+  }
+  if (roll < 0.36) {
+    const doomed = doomedSession(device.index);
+    if (!(await exists(device.tabula, doomed))) return `${who}: delete ${doomed} (absent)`;
+    await abortStreams(device, doomed);
+    await device.tabula.deleteSession(doomed);
+    gone.add(doomed);
+    return `${who}: delete ${doomed} for good`;
+  }
+  const sessionId = await sessionToWrite(random, device, gone);
+  if (sessionId === null) return `${who}: no session to write to`;
+  const kind = random.pick(WRITE_KINDS);
+  if (!BOARDS_IN_RECREATED_SESSIONS && kind.startsWith('board') && sessionId === ownSession(device.index)) return `${who}: ${kind} ${sessionId} (left out)`;
+  const session = await device.tabula.session(sessionId);
+  try {
+    await (WRITES[kind] as Write)(session, random, device);
+  } catch (error) {
+    if (!expectedRace(error)) throw error;
+    return `${who}: ${kind} ${sessionId} (${(error as TabulaError).code})`;
+  }
+  return `${who}: ${kind} ${sessionId}`;
+}
+
+/** Everything the public API shows of a device's sessions. */
+async function view(tabula: Tabula) {
+  const sessions = await tabula.sessions();
+  const out: Record<string, unknown> = { sessions };
+  for (const info of sessions) {
+    const session = await tabula.session(info.sessionId);
+    const memory: Record<string, unknown> = {};
+    for (const scope of MEMORY_SCOPES) {
+      const handle = session.memory(scope);
+      for (const key of (await handle.keys()).sort()) memory[`${scope}/${key}`] = await handle.get(key);
+    }
+    out[info.sessionId] = {
+      messages: await session.messages(),
+      messageCount: await session.messageCount(),
+      prefix: await session.prefix(),
+      state: await session.state(),
+      journal: await session.journal.view(),
+      pending: await session.journal.diff(),
+      notes: await session.notes(),
+      memory,
+      checkpoints: (await session.checkpoints()).map((c) => [c.id, c.label, c.at]),
+      tokens: await session.tokens(),
+      board: await session.blackboard.whenLoaded.then(() => session.blackboard.toJSON()),
+    };
+  }
+  return out;
+}
+
+/** Delivers everything held, then flushes every device over a sound network until no device hears anything new. */
+async function quiesce(network: FaultyNetwork, devices: readonly Device[]): Promise<void> {
+  for (const device of devices) while (device.streams.length > 0) await endStream(device, generator(device.index));
+  network.faulty = false;
+  while (network.held.length > 0) await deliver(network, devices, 0);
+  for (const device of devices) await device.inflight;
+  for (let round = 0; ; round++) {
+    expect(round, 'sync did not settle in 10 rounds').toBeLessThan(10);
+    for (const device of devices) device.heard = 0;
+    for (const device of devices) await device.tabula.sync?.flush();
+    if (devices.every((d) => d.heard === 0 && d.tabula.sync?.status().pending === 0)) return;
+  }
+}
+
+async function fuzz(seed: number): Promise<void> {
+  console.info(`[sync fuzz] seed ${seed} (replay with TABULA_SEED=${seed} -t "seed ${seed}")`);
+  const random = generator(seed);
+  const server = startServer();
+  const user = uniqueUser('fuzz');
+  const network = new FaultyNetwork(server, random);
+  const devices: Device[] = [];
+  const trace: string[] = [];
+  network.faulty = false;
+  for (let i = 0; i < 3; i++) {
+    const device = await openDevice(user, network.fetchFor(i), i);
+    await device.tabula.sync?.flush();
+    devices.push(device);
+  }
+  network.faulty = true;
+  try {
+    const gone = new Set<string>();
+    for (let i = 0; i < STEPS; i++) trace.push(await step(random, network, devices, random.pick(devices), gone));
+    await quiesce(network, devices);
+    const fresh = await openDevice(user, network.fetchFor(3), 3);
+    await fresh.tabula.sync?.flush();
+    const expected = await view(fresh.tabula);
+    for (const device of devices) expect(await view(device.tabula), `device ${device.index} against a fresh device (seed ${seed})`).toEqual(expected);
+    console.info(`[sync fuzz] seed ${seed}: ${(expected.sessions as unknown[]).length} sessions; network ${JSON.stringify(network.log)}`);
+    await fresh.tabula.close();
+  } catch (error) {
+    // FUZZ_TRACE=1 prints the steps of a failing seed, to minimise it.
+    if (process.env.FUZZ_TRACE) {
+      console.info(`[sync fuzz] seed ${seed} steps:\n${trace.map((line, i) => `${i}: ${line}`).join('\n')}`);
+      const token = await tokenFor(user);
+      let cursor: string | null = null;
+      const lines: string[] = [];
+      for (;;) {
+        const response = await server.fetch(new Request('http://sync.test/v1/pull', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ cursor, limit: 500 }) }));
+        const page = (await response.json()) as { items: { clientId: string; op?: { kind: string; sessionId: string; order: string; id: string; body: unknown } }[]; cursor: string | null; more: boolean };
+        for (const item of page.items) if (item.op) lines.push(`${item.clientId.slice(0, 4)} ${item.op.sessionId} ${item.op.order} ${item.op.kind} ${JSON.stringify(item.op.body).slice(0, 160)}`);
+        cursor = page.cursor;
+        if (!page.more) break;
+      }
+      console.info(`[sync fuzz] server ops:\n${lines.join('\n')}`);
+    }
+    throw error;
+  } finally {
+    // A held request would keep close() waiting for its flush.
+    network.faulty = false;
+    while (network.held.length > 0) await deliver(network, devices, 0).catch(() => undefined);
+    for (const device of devices) await device.tabula.close();
+  }
+}
+
+/** A fetch to `server` that keeps the text of every answer. */
+function recording(server: SyncServer): { fetch: typeof fetch; answers: string[] } {
+  const answers: string[] = [];
+  const via = viaServer(server);
+  return {
+    answers,
+    fetch: async (input, init) => {
+      const response = await via(input, init);
+      // The event stream stays open; its pokes carry no data.
+      if (response.headers.get('content-type')?.startsWith('text/event-stream')) return response;
+      const text = await response.text();
+      answers.push(text);
+      return new Response(text, { status: response.status, headers: response.headers });
+    },
+  };
+}
+
+describe('sync: users of one server', () => {
+  it('bob never sees alice’s data, and what bob writes under alice’s name stays on his device', { timeout: 60_000 }, async () => {
+    const server = startServer();
+    const [alice, bob] = [uniqueUser('alice'), uniqueUser('bob')];
+    const aliceNet = recording(server);
+    const bobNet = recording(server);
+    const [phone, laptop] = [await pausedDevice(alice, aliceNet.fetch), await pausedDevice(alice, aliceNet.fetch)];
+    const chat = await phone.session('secret-chat');
+    await chat.append({ role: 'user', content: 'alice-only text' });
+    await chat.memory().set('pin', 'alice-pin');
+    await chat.note('alice-note');
+    await chat.checkpoint('alice-cp');
+    await phone.sync?.flush();
+    await laptop.sync?.flush();
+    expect(await laptop.sessions()).toHaveLength(1);
+
+    const bobDevice = await pausedDevice(bob, bobNet.fetch);
+    await bobDevice.sync?.flush();
+    expect(await bobDevice.sessions()).toEqual([]);
+    // Bob's own session syncs; one he files under alice's id stays local (only his own ops leave).
+    await (await bobDevice.session('bob-chat')).append({ role: 'user', content: 'bob text' });
+    await (await bobDevice.session('planted', { userId: alice })).append({ role: 'user', content: 'planted by bob' });
+    await bobDevice.sync?.flush();
+    const bobFresh = await pausedDevice(bob, bobNet.fetch);
+    await bobFresh.sync?.flush();
+    expect((await bobFresh.sessions()).map((s) => s.sessionId)).toEqual(['bob-chat']);
+    await phone.sync?.flush();
+    await laptop.sync?.flush();
+    const aliceFresh = await pausedDevice(alice, aliceNet.fetch);
+    await aliceFresh.sync?.flush();
+    for (const device of [phone, laptop, aliceFresh]) expect((await device.sessions()).map((s) => s.sessionId)).toEqual(['secret-chat']);
+
+    // Nothing of alice's ever reached bob, and nothing of bob's reached alice, in any answer.
+    expect(bobNet.answers.length).toBeGreaterThan(0);
+    for (const answer of bobNet.answers) for (const secret of [alice, 'alice-only', 'alice-pin', 'alice-note', 'alice-cp', 'secret-chat']) expect(answer).not.toContain(secret);
+    for (const answer of aliceNet.answers) for (const secret of [bob, 'bob text', 'planted']) expect(answer).not.toContain(secret);
+    for (const device of [phone, laptop, aliceFresh, bobDevice, bobFresh]) await device.close();
+  });
+});
+
+describe('sync fuzz: three devices, random writes and syncs over a faulty network, end equal to each other and to a fresh device', () => {
+  for (let i = 0; i < SEEDS; i++) {
+    const seed = TEST_SEED + i;
+    it(`seed ${seed}`, { timeout: 60_000 }, () => fuzz(seed));
+  }
+});
