@@ -45,7 +45,8 @@ async function sessionOps(db: TabulaDb, row: SessionRow): Promise<Op[]> {
   for (const checkpoint of checkpoints) {
     op('checkpoint.create', checkpoint.order, { id: checkpoint.id, label: checkpoint.label, at: checkpoint.at, snapshot: checkpoint.snapshot });
   }
-  for (const m of messages) op('message.append', m.order, { id: m.id, createdAt: m.createdAt, status: m.status, message: m.message });
+  // A reply still streaming travels when it is finished (its final update carries it whole).
+  for (const m of messages) if (m.status !== 'streaming') op('message.append', m.order, { id: m.id, createdAt: m.createdAt, status: m.status, message: m.message });
   // One op per entry, keyed by the entry's row: entries keep their relative order on every replica,
   // where each is stored at subOrder(its order, 0), so the commit names the covered entry that way.
   for (const entry of journal) op('journal.append', entry.order, { entries: [entry.entry] }, entry.id);

@@ -238,7 +238,11 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
         }
         if (item.clientId !== id) ops.push(item.op);
       }
-      const boards = decodeBoardUpdates(boardItems);
+      // A board update that a delete of its session follows in this page belongs to a life that ended:
+      // applied after the page's ops, it would land in the session created again.
+      const deletedAt = new Map<string, number>();
+      for (const [index, item] of page.items.entries()) if ('op' in item && item.op.kind === 'session.delete') deletedAt.set(item.op.sessionId, index);
+      const boards = decodeBoardUpdates(boardItems.filter((item) => (deletedAt.get(item.sessionId) ?? -1) < item.index));
       const conflicts: SaveConflict[] = [];
       // Ops first (a board update may belong to a session this page creates), then the boards, then the
       // cursor: a crash before the cursor moves pulls the page again, and both ops and updates apply once.
