@@ -25,5 +25,7 @@ export default defineConfig({
     url: `http://127.0.0.1:${port}`,
     reuseExistingServer: !process.env.CI,
     timeout: 60_000,
+    // The demo's sync server keeps its SQLite file here, apart from a developer's `npm run demo` data.
+    env: { TABULA_DEMO_DATA: 'test/.tmp/demo-data' },
   },
 });

@@ -6,11 +6,14 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
 import { chromiumLaunchOptions } from './scripts/chromium.mjs';
+import { demoServer } from './scripts/demo-server.js';
 
 const repoRoot = fileURLToPath(new URL('.', import.meta.url));
 
 export default defineConfig({
   root: 'demo',
+  // The sync server and the demo sign-in, on the dev and preview servers (see scripts/demo-server.ts).
+  plugins: [demoServer()],
   server: { port: 5173, strictPort: false },
   build: { outDir: '../dist-demo', emptyOutDir: true },
   test: {
