@@ -7,6 +7,7 @@
  * tokens exactly in the shared worker. With the demo server and a user
  * signed in, everything syncs between devices.
  */
+/// <reference types="vite/client" />
 import { PrefixContext, createTokenCounter, isTabulaError, openTabula, type JsonValue, type Session, type SessionInfo, type StoredMessage } from '../src/index.js';
 import { deviceUrl, loadAccount, signIn, signOut, syncFor } from './app/account.js';
 import { deleteWithWriter, replaceBoard, setWithWriter, writerOf } from './app/board-writers.js';
@@ -547,6 +548,11 @@ const newest = (await tabula.sessions())[0];
 if (requested) await openChat(requested);
 else if (newest) await openChat(newest.sessionId);
 else await newChat();
+
+// The built app precaches itself for offline use (scripts/demo-pwa.ts); the dev server has no service worker.
+if (import.meta.env.PROD && 'serviceWorker' in navigator) {
+  navigator.serviceWorker.register('./sw.js').catch((error: unknown) => showError(new Error(`Offline support is off: ${describe(error)}`)));
+}
 
 const demo = { tabula, setBoard, get session() { return current; } };
 Object.assign(window, { demo, demoReady: true });

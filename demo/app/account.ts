@@ -9,6 +9,7 @@ import { httpSync } from '../../src/sync/index.js';
 import type { SyncAdapter } from '../../src/sync/index.js';
 
 const USER_KEY = 'tabula-demo:user';
+const SYNC_URL_KEY = 'tabula-demo:sync-url';
 
 /** What the page learned about its environment before opening Tabula. */
 export interface Account {
@@ -45,8 +46,11 @@ async function probeSync(): Promise<string | null> {
 /** Reads the device, the user and the server's presence. */
 export async function loadAccount(): Promise<Account> {
   const device = deviceOf(location.search);
-  const syncUrl = await probeSync();
+  const probed = await probeSync();
   const user = localStorage.getItem(USER_KEY);
+  if (probed !== null) localStorage.setItem(SYNC_URL_KEY, probed);
+  // Signed in but the server is out of reach (offline start): keep syncing to the known server, which reports offline.
+  const syncUrl = probed ?? (user === null ? null : localStorage.getItem(SYNC_URL_KEY));
   // One database per user and device: the sync cursor and outbox belong to one user.
   const owner = user ?? 'local';
   return { device, user, syncUrl, dbName: `tabula-demo-${owner}${device === 1 ? '' : `-device-${device}`}`, userId: user ?? 'me' };

@@ -1,0 +1,40 @@
+import { expect, messages, openDemo, send, test } from './demo-fixtures.js';
+
+const preview = (path: string) => new URL(path, process.env.E2E_PREVIEW_URL).href;
+
+test('after one visit the built demo reloads with the network off and shows its chats', async ({ context, page, allowConsole }) => {
+  // Requests the app makes while offline (the server probe, sync) fail, and the browser logs them.
+  allowConsole(/net::ERR_INTERNET_DISCONNECTED/);
+  await openDemo(page, preview('/'));
+  await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
+  await expect(page.getByTestId('sync-status')).toHaveText('Sync off (sign in to sync)');
+  await send(page, 'todo: survive a train tunnel');
+  await expect(messages(page).last()).toHaveAttribute('data-status', 'complete', { timeout: 15_000 });
+
+  await context.setOffline(true);
+  // The network is really gone for the service worker too, so what follows comes from its cache.
+  const worker = context.serviceWorkers()[0];
+  expect(worker).toBeDefined();
+  expect(await worker?.evaluate(() => fetch('/manifest.webmanifest?probe', { cache: 'no-store' }).then(() => 'reached', () => 'failed'))).toBe('failed');
+
+  await page.reload();
+  await page.waitForFunction(() => (window as unknown as { demoReady?: boolean }).demoReady === true);
+  await expect(page.getByTestId('offline-banner')).toBeVisible();
+  await expect(page.getByTestId('sync-status')).toHaveText('Sync off (no server)');
+  await expect(messages(page)).toHaveCount(4);
+  await expect(page.getByTestId('board')).toContainText('survive a train tunnel');
+  // And it still works: the scripted agent needs no network.
+  await send(page, 'done');
+  await expect(messages(page).last()).toContainText('Checked off the first todo', { timeout: 15_000 });
+  await context.setOffline(false);
+});
+
+test('without the demo server (a static build) the demo runs with sync off', async ({ page, allowConsole }) => {
+  allowConsole(/status of 404/);
+  await page.route('**/demo-api/**', (route) => route.fulfill({ status: 404, body: 'Not Found' }));
+  await openDemo(page);
+  await expect(page.getByTestId('sync-status')).toHaveText('Sync off (no server)');
+  await expect(page.getByTestId('sign-in')).toBeHidden();
+  await send(page, 'hello');
+  await expect(messages(page).last()).toHaveAttribute('data-status', 'complete', { timeout: 15_000 });
+});
