@@ -124,7 +124,11 @@ element('sign-out').addEventListener('click', () => {
 });
 element('sync-now').addEventListener('click', () => void tabula.sync?.flush().catch(() => undefined));
 tabula.sync?.subscribe(renderSync);
-window.addEventListener('online', renderSync);
+window.addEventListener('online', () => {
+  renderSync();
+  // Back online: sync now rather than at the end of the client's backoff.
+  void tabula.sync?.flush().catch(() => undefined);
+});
 window.addEventListener('offline', renderSync);
 
 // --- Chats ---------------------------------------------------------------------------------------

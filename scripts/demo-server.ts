@@ -134,6 +134,7 @@ export function demoServer(options: DemoServerOptions = {}): Plugin {
     name: 'tabula-demo-server',
     configureServer(server) {
       server.middlewares.use(middleware);
+      server.httpServer?.once('listening', () => server.config.logger.info(`  ➜  Sync:    ${SYNC_PREFIX} on SQLite in ${dataDir} (demo sign-in at ${DEMO_API_PREFIX}/sign-in)`));
       server.httpServer?.once('close', () => void closeBackend());
     },
     configurePreviewServer(server) {

@@ -1,4 +1,4 @@
-import { expect, messages, openDemo, send, test } from './demo-fixtures.js';
+import { expect, messages, openDemo, send, test, uniqueUser } from './demo-fixtures.js';
 
 const preview = (path: string) => new URL(path, process.env.E2E_PREVIEW_URL).href;
 
@@ -37,4 +37,24 @@ test('without the demo server (a static build) the demo runs with sync off', asy
   await expect(page.getByTestId('sign-in')).toBeHidden();
   await send(page, 'hello');
   await expect(messages(page).last()).toHaveAttribute('data-status', 'complete', { timeout: 15_000 });
+});
+
+test('a signed-in device that starts offline queues its changes and syncs them when the network is back', async ({ context, page, allowConsole }) => {
+  allowConsole(/net::ERR_INTERNET_DISCONNECTED/);
+  await openDemo(page, preview('/'));
+  await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
+  await page.getByLabel('Sign in to sync').fill(uniqueUser('offline'));
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForFunction(() => (window as unknown as { demoReady?: boolean }).demoReady === true);
+  await expect(page.getByTestId('sync-status')).toHaveText('Synced', { timeout: 20_000 });
+
+  await context.setOffline(true);
+  await page.reload();
+  await page.waitForFunction(() => (window as unknown as { demoReady?: boolean }).demoReady === true);
+  await send(page, 'written in a tunnel');
+  await expect(messages(page).last()).toHaveAttribute('data-status', 'complete', { timeout: 15_000 });
+  await expect(page.getByTestId('sync-status')).toHaveText(/^Offline · \d+ pending$/, { timeout: 20_000 });
+
+  await context.setOffline(false);
+  await expect(page.getByTestId('sync-status')).toHaveText('Synced', { timeout: 30_000 });
 });
