@@ -547,10 +547,11 @@ tabula.subscribe((change) => {
 
 renderAccount();
 renderSync();
+// The chat named in the URL, if this user has it here (a link from before signing in names another user's chat).
 const requested = decodeURIComponent(location.hash.slice(1));
-const newest = (await tabula.sessions())[0];
-if (requested) await openChat(requested);
-else if (newest) await openChat(newest.sessionId);
+const known = await tabula.sessions();
+const start = known.find((info) => info.sessionId === requested) ?? known[0];
+if (start) await openChat(start.sessionId);
 else await newChat();
 
 // The built app precaches itself for offline use (scripts/demo-pwa.ts); the dev server has no service worker.

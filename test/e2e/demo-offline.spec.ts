@@ -44,7 +44,8 @@ test('a signed-in device that starts offline queues its changes and syncs them w
   await openDemo(page, preview('/'));
   await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
   await page.getByLabel('Sign in to sync').fill(uniqueUser('offline'));
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  // Signing in reloads the page: wait for the new one.
+  await Promise.all([page.waitForEvent('load'), page.getByRole('button', { name: 'Sign in' }).click()]);
   await page.waitForFunction(() => (window as unknown as { demoReady?: boolean }).demoReady === true);
   await expect(page.getByTestId('sync-status')).toHaveText('Synced', { timeout: 20_000 });
 

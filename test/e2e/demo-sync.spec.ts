@@ -5,7 +5,8 @@ async function signIn(page: Page, user: string): Promise<void> {
   await openDemo(page);
   await expect(page.getByTestId('sync-status')).toHaveText('Sync off (sign in to sync)');
   await page.getByLabel('Sign in to sync').fill(user);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  // Signing in reloads the page: wait for the new one.
+  await Promise.all([page.waitForEvent('load'), page.getByRole('button', { name: 'Sign in' }).click()]);
   await page.waitForFunction(() => (window as unknown as { demoReady?: boolean }).demoReady === true);
   await expect(page.getByTestId('user')).toHaveText(user);
 }
@@ -34,6 +35,8 @@ test('two devices of one user converge through the demo server, and a device off
   await chat.click();
   await expect(messages(b)).toHaveCount(4);
   await expect(messages(b).last()).toContainText('pack the tent');
+  const tokensA = (await a.getByTestId('tokens').textContent()) ?? '';
+  await expect(b.getByTestId('tokens')).toHaveText(tokensA);
 
   // Device B goes offline: its message waits in the outbox, and the badge says so.
   await deviceB.setOffline(true);
