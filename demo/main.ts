@@ -549,7 +549,12 @@ renderAccount();
 renderSync();
 // The chat named in the URL, if this user has it here (a link from before signing in names another user's chat).
 const requested = decodeURIComponent(location.hash.slice(1));
-const known = await tabula.sessions();
+let known = await tabula.sessions();
+if (known.length === 0 && tabula.sync) {
+  // A device opened for the first time: fetch the user's chats before making a new one, but never wait long.
+  await Promise.race([tabula.sync.flush().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 4000))]);
+  known = await tabula.sessions();
+}
 const start = known.find((info) => info.sessionId === requested) ?? known[0];
 if (start) await openChat(start.sessionId);
 else await newChat();
