@@ -528,7 +528,8 @@ void counter.ready.then((mode) => {
 });
 
 tabula.subscribe((change) => {
-  renderChatList();
+  // A streaming reply updates its message every flush; the list shows nothing that changes with it.
+  if (!change.kinds.every((kind) => kind === 'message.update')) renderChatList();
   if (current && change.sessionId === current.sessionId && change.kinds.includes('session.delete') && change.origin !== 'local') {
     // Deleted in another tab or on another device: move on rather than write into a deleted chat.
     const gone = current;
