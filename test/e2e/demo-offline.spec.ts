@@ -7,6 +7,12 @@ test('after one visit the built demo reloads with the network off and shows its 
   allowConsole(/net::ERR_INTERNET_DISCONNECTED/);
   await openDemo(page, preview('/'));
   await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
+  // Chromium's own verdict on the manifest, icons and service worker: the app installs as a PWA
+  // (a Playwright context is incognito, which alone would forbid installing; that one is not the app's doing).
+  const cdp = await context.newCDPSession(page);
+  const { installabilityErrors } = await cdp.send('Page.getInstallabilityErrors');
+  expect(installabilityErrors.filter((error) => error.errorId !== 'in-incognito')).toEqual([]);
+  await cdp.detach();
   await expect(page.getByTestId('sync-status')).toHaveText('Sync off (sign in to sync)');
   await send(page, 'todo: survive a train tunnel');
   await expect(messages(page).last()).toHaveAttribute('data-status', 'complete', { timeout: 15_000 });
