@@ -82,8 +82,8 @@ function forEndpoint(message: Message): Message {
   return rest;
 }
 
-/** A chat model over an OpenAI-compatible endpoint. */
-export function openAiModel(settings: OpenAiSettings): ChatModel {
+/** A chat model over an OpenAI-compatible endpoint; `fetchImpl` is for tests. */
+export function openAiModel(settings: OpenAiSettings, fetchImpl: typeof fetch = (input, init) => fetch(input, init)): ChatModel {
   async function* reply({ messages, continueFrom, signal }: ModelRequest): AsyncGenerator<ModelEvent> {
     const wire = messages.map(forEndpoint);
     if (continueFrom !== undefined) {
@@ -91,7 +91,7 @@ export function openAiModel(settings: OpenAiSettings): ChatModel {
     }
     let response: Response;
     try {
-      response = await fetch(`${settings.baseUrl.replace(/\/+$/, '')}/chat/completions`, {
+      response = await fetchImpl(`${settings.baseUrl.replace(/\/+$/, '')}/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...(settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {}) },
         body: JSON.stringify({ model: settings.model, messages: wire, tools: BOARD_TOOLS, stream: true }),
