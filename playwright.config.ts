@@ -6,6 +6,9 @@ import { defineConfig } from '@playwright/test';
 import { chromiumLaunchOptions } from './scripts/chromium.mjs';
 
 const port = Number(process.env.E2E_PORT ?? 5199);
+/** The built demo, served by `vite preview`; tests read it from E2E_PREVIEW_URL. */
+const previewPort = Number(process.env.E2E_PREVIEW_PORT ?? port + 100);
+process.env.E2E_PREVIEW_URL = `http://127.0.0.1:${previewPort}`;
 
 export default defineConfig({
   testDir: 'test/e2e',
@@ -20,10 +23,22 @@ export default defineConfig({
     trace: 'off',
   },
   projects: [{ name: 'chromium', use: { browserName: 'chromium' } }],
-  webServer: {
-    command: `npx vite --port ${port} --strictPort --host 127.0.0.1`,
-    url: `http://127.0.0.1:${port}`,
-    reuseExistingServer: !process.env.CI,
-    timeout: 60_000,
-  },
+  webServer: [
+    {
+      command: `npx vite --port ${port} --strictPort --host 127.0.0.1`,
+      url: `http://127.0.0.1:${port}`,
+      reuseExistingServer: !process.env.CI,
+      timeout: 60_000,
+      // The demo's sync server keeps its SQLite file here, apart from a developer's `npm run demo` data.
+      env: { TABULA_DEMO_DATA: 'test/.tmp/demo-data' },
+    },
+    {
+      // The built demo (service worker and all) for the offline tests: see test/e2e/demo-offline.spec.ts.
+      command: `npx vite build --logLevel warn && npx vite preview --port ${previewPort} --strictPort --host 127.0.0.1`,
+      url: `http://127.0.0.1:${previewPort}`,
+      reuseExistingServer: !process.env.CI,
+      timeout: 120_000,
+      env: { TABULA_DEMO_DATA: 'test/.tmp/demo-data' },
+    },
+  ],
 });

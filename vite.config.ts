@@ -6,13 +6,27 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
 import { chromiumLaunchOptions } from './scripts/chromium.mjs';
+import { demoPwa } from './scripts/demo-pwa.js';
+import { demoServer } from './scripts/demo-server.js';
 
 const repoRoot = fileURLToPath(new URL('.', import.meta.url));
 
 export default defineConfig({
   root: 'demo',
+  // The sync server and the demo sign-in, on the dev and preview servers (see scripts/demo-server.ts).
+  plugins: [demoServer(), demoPwa()],
   server: { port: 5173, strictPort: false },
-  build: { outDir: '../dist-demo', emptyOutDir: true },
+  build: {
+    outDir: '../dist-demo',
+    emptyOutDir: true,
+    // The tokenizer's rank tables are megabytes by nature; the service worker caches them once.
+    chunkSizeWarningLimit: 2500,
+    rolldownOptions: {
+      // The tokenizer chunks make the plugin-timing report fire on every build; it is noise here.
+      checks: { bundlerTimings: false },
+      input: { main: fileURLToPath(new URL('demo/index.html', import.meta.url)), playground: fileURLToPath(new URL('demo/playground.html', import.meta.url)) },
+    },
+  },
   test: {
     root: repoRoot,
     projects: [
