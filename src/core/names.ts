@@ -22,12 +22,14 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
  * Why `value` cannot be a name of at most `max` code units, or null when it
  * can: a string of 1–`max` code units that is well-formed Unicode (a lone
  * surrogate cannot be encoded as UTF-8, so lock names, URLs and the sync
- * wire would throw on it later).
+ * wire would throw on it later) without NUL.
  */
 export function findNameProblem(value: unknown, max: number): string | null {
   if (typeof value !== 'string') return `expected a string, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`;
   if (value.length < 1 || value.length > max) return `expected 1–${max} characters, got ${value.length}`;
   if (LONE_SURROGATE.test(value)) return 'contains a lone UTF-16 surrogate, which is not valid Unicode text';
+  // PostgreSQL text cannot hold NUL, so the sync server could not store a row keyed by it.
+  if (value.includes('\u0000')) return 'contains U+0000 (NUL), which a sync server on PostgreSQL cannot store';
   return null;
 }
 

@@ -11,6 +11,7 @@
 import * as z from 'zod';
 import { TabulaError, describeIssues } from './errors.js';
 import { ORDER_KEY } from './hlc.js';
+import { ID_MAX_LENGTH, nameSchema } from './names.js';
 import { JsonValueSchema, type JsonValue } from './json.js';
 import { MessageSchema } from './message.js';
 
@@ -117,8 +118,8 @@ const opVariants = (Object.keys(bodies) as OpKind[]).map((kind) =>
   z.strictObject({
     id: IdSchema,
     kind: z.literal(kind),
-    userId: z.string().min(1),
-    sessionId: z.string().min(1),
+    userId: nameSchema(ID_MAX_LENGTH),
+    sessionId: nameSchema(ID_MAX_LENGTH),
     order: OrderKeySchema,
     body: bodies[kind],
   }),

@@ -19,6 +19,7 @@
 import * as z from 'zod';
 import { TabulaError, describeIssues } from '../core/errors.js';
 import { OpSchema, type Op } from '../core/ops.js';
+import { ID_MAX_LENGTH, nameSchema } from '../core/names.js';
 
 /** The protocol revision this module describes; the server reports it on `/v1/health`. */
 export const PROTOCOL_VERSION = 1;
@@ -68,7 +69,7 @@ export const CursorSchema = z.string().regex(/^\d{1,15}$/, 'expected a cursor re
 
 /** A blackboard (Yjs) update of one session, base64-encoded. */
 export const BoardUpdateSchema = z.strictObject({
-  sessionId: z.string().min(1).max(256),
+  sessionId: nameSchema(ID_MAX_LENGTH),
   update: Base64Schema,
 });
 /** A blackboard update of one session, as it travels. */

@@ -262,6 +262,9 @@ describe('bad input changes nothing', () => {
     expect(await refusedAndEmpty(server, token, { clientId: 'c', items: [both] }, 400, 'schema/invalid')).toMatch(/items\[0\]/);
     expect(await refusedAndEmpty(server, token, { clientId: 'c', items: [{ seq: 0, op: noteOp(alice, 's', 1) }] }, 400, 'schema/invalid')).toMatch(/items\[0\]\.seq/);
     expect(expectError(await call(server, '/v1/pull', { cursor: 'abc' }, token), 400, 'schema/invalid')).toMatch(/cursor/);
+    // NUL in an id: PostgreSQL text cannot hold it, so every store refuses it up front.
+    expect(await refusedAndEmpty(server, token, { clientId: 'c', items: [{ seq: 1, op: noteOp(alice, 's\u0000x', 1) }] }, 400, 'schema/invalid')).toMatch(/items\[0\]\.op\.sessionId/);
+    expect(await refusedAndEmpty(server, token, { clientId: 'c', items: [{ seq: 1, board: { sessionId: 's\u0000x', update: 'AAA=' } }] }, 400, 'schema/invalid')).toMatch(/items\[0\]\.board\.sessionId/);
   });
 
   it('answers 400 for a board update that is not base64 or not a Yjs update', async () => {
