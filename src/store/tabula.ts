@@ -9,8 +9,8 @@ import { createHlc, hlcOf, parseHlc } from '../core/hlc.js';
 import { checkName } from '../core/names.js';
 import { checkOptions, describeValue } from '../core/args.js';
 import { ApproxTokenCounter, type TokenCounter } from '../core/tokens.js';
-import { createBoardRegistry } from '../blackboard/registry.js';
-import { createTokenCounter } from '../tokens/counter.js';
+import { createLazyBoardRegistry } from '../blackboard/lazy.js';
+import { lazyWorkerCounter } from './default-counter.js';
 import { createChangeFeed, type SessionChange } from './changes.js';
 import { createRunCoordinator } from './coordinator.js';
 import { platformLocks } from './locks.js';
@@ -95,7 +95,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     throw mapStorageError(error, `open the IndexedDB database "${name}"`);
   }
   // A counter we create is ours to close; one the caller passed is theirs.
-  const ownCounter = options.tokenCounter ? null : typeof Worker === 'function' ? createTokenCounter({ encoding: 'o200k_base', worker: 'shared' }) : null;
+  const ownCounter = options.tokenCounter ? null : typeof Worker === 'function' ? lazyWorkerCounter() : null;
   const counter: TokenCounter = options.tokenCounter ?? ownCounter ?? new ApproxTokenCounter();
   const store: StoreContext = {
     db,
@@ -109,7 +109,8 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     openStreams: new Set(),
     activeRuns: new Map(),
     background: new Set(),
-    boards: createBoardRegistry({
+    // Yjs loads on the first use of a board (see lazy.ts): a page that never opens one never fetches it.
+    boards: createLazyBoardRegistry({
       name,
       peerId: newClientId(),
       onError,
