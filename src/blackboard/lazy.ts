@@ -98,6 +98,9 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
         return registry;
       },
       (error: unknown) => {
+        // The next use of a board tries again (a chunk fetch may fail once offline); the boards waiting
+        // now stay waiting, so their writes are replayed by the load that succeeds.
+        loading = null;
         const failure = new TabulaError('storage/failed', 'Could not load the blackboard code (Yjs); check that the bundle serves its lazy chunk.', { cause: error });
         registryOptions.onError(failure);
         throw failure;

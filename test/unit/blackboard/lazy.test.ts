@@ -161,4 +161,27 @@ describe('lazy blackboard registry', () => {
     expect([...tabA.reported, ...tabB.reported, ...again.reported]).toEqual([]);
     await again.close();
   });
+
+  it('a failed load is reported, and the next use of a board loads again and keeps what was written meanwhile', async () => {
+    const name = uniqueName();
+    const reported: Error[] = [];
+    let fail = true;
+    const load: BoardCode = async () => {
+      if (fail) throw new Error('chunk fetch failed');
+      return import('../../../src/blackboard/registry.js');
+    };
+    const registry = createLazyBoardRegistry({ ...registryOptions(name), onError: (error) => reported.push(error), load });
+    const first = registry.acquire('u', 's').blackboard;
+    first.set('early', 1);
+    await expect(first.whenLoaded).rejects.toMatchObject({ code: 'storage/failed' });
+    expect(reported).toEqual([expect.objectContaining({ code: 'storage/failed' })]);
+    fail = false;
+    const second = registry.acquire('u', 's').blackboard;
+    await second.whenLoaded;
+    expect(second.toJSON()).toEqual({ early: 1 });
+    second.set('late', 2);
+    await second.flushed();
+    await registry.close();
+    expect(await storedBoard(name)).toEqual({ early: 1, late: 2 });
+  });
 });
