@@ -33,10 +33,13 @@ const isTabula = (system: string) => system === 'tabula' || system === 'tabula-b
 const BULK_N = Number(process.env.PEERS_BULK_N ?? 100_000);
 const BULK_ROUNDS = Number(process.env.PEERS_BULK_ROUNDS ?? 2);
 const APPEND_SIZES = [1_000, 10_000, BULK_N];
-const APPEND_CHUNKS = 4;
-const APPEND_CHUNK = 15;
+// Many short chunks, not a few long ones: on a loaded machine a burst of load that lands on one system's chunk
+// of 15 moved its median by 2× (two runs of the day); chunks of 5, rotated, spread bursts over every system.
+const APPEND_CHUNKS = 12;
+const APPEND_CHUNK = 5;
 const XTAB_RUNS = 30;
-const OPEN_ROUNDS = 4;
+const OPEN_ROUNDS = 10;
+const OPEN_CHUNK = 2;
 /** A system whose single sample takes longer than this gets one sample per chunk, not a full chunk. */
 const SLOW_MS = 150;
 
@@ -215,7 +218,7 @@ try {
   for (let round = 0; round < OPEN_ROUNDS; round++) {
     await interleave(round, async (system) => {
       const list = (opens[system] ??= []);
-      const runs = list.length > 0 && Math.min(...list) > SLOW_MS ? 1 : 5;
+      const runs = list.length > 0 && Math.min(...list) > SLOW_MS ? 1 : OPEN_CHUNK;
       list.push(...(await a<number[]>(system, 'openLast', 'bulk-0', runs)));
     });
   }
@@ -272,7 +275,7 @@ try {
 
   writeResult('peers', {
     title: 'Tabula vs RxDB 17.6 (Dexie storage), TinyBase 10 (IndexedDB persister) and raw Dexie 4.4.7, Chromium, on-disk profile, each system in its own origin',
-    method: `rounds interleaved across systems; bulk ${BULK_ROUNDS} rounds of ${BULK_N}; append ${APPEND_CHUNKS}×${APPEND_CHUNK} per N (1 per chunk for a system slower than ${SLOW_MS} ms); cross-tab ${XTAB_RUNS}; open ${OPEN_ROUNDS}×5 (1 per round when slow); messages of 209 characters; JS = the system module bundled by esbuild, minified, gzip -9`,
+    method: `rounds interleaved across systems; bulk ${BULK_ROUNDS} rounds of ${BULK_N}; append ${APPEND_CHUNKS}×${APPEND_CHUNK} per N (1 per chunk for a system slower than ${SLOW_MS} ms); cross-tab ${XTAB_RUNS}; open ${OPEN_ROUNDS}×${OPEN_CHUNK} (1 per round when slow); messages of 209 characters; JS = the system module bundled by esbuild, minified, gzip -9`,
     guarantees: Object.fromEntries(SYSTEMS.map((system) => [system, GUARANTEES[system]])),
     rows,
     goals,
