@@ -8,13 +8,16 @@
  * 100k-message chat and reading its last 50; bulk insert of 100k messages
  * into a new chat; append in tab A → event in tab B; JS for what the page
  * used (esbuild, minified, gzip). Writes bench/results/peers.json.
- * Environment: PEERS_BULK_N (default 100000), PEERS_BULK_ROUNDS (default 2).
+ * Environment: PEERS_BULK_N (default 100000), PEERS_BULK_ROUNDS (default 2),
+ * PEERS_BASELINE_SRC (the src directory of another checkout: that Tabula
+ * runs as a fifth system, 'tabula-baseline', so a change is measured
+ * against what it replaced in the same run).
  */
 import { chromium, type BrowserContext, type Page } from '@playwright/test';
 import { build } from 'esbuild';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { chromiumLaunchOptions, missingChromiumMessage } from '../scripts/chromium.mjs';
@@ -22,15 +25,21 @@ import { callPage, openBenchPage, serveRepository } from './lib/browser.js';
 import { summarise, type Sample } from './lib/measure.js';
 import { writeResult } from './lib/report.js';
 
-const SYSTEMS = ['tabula', 'rxdb', 'tinybase', 'dexie'] as const;
-type System = (typeof SYSTEMS)[number];
+const BASELINE_SRC = process.env.PEERS_BASELINE_SRC ? resolve(process.env.PEERS_BASELINE_SRC) : undefined;
+const ALL_SYSTEMS = ['tabula', 'rxdb', 'tinybase', 'dexie', 'tabula-baseline'] as const;
+type System = (typeof ALL_SYSTEMS)[number];
+const SYSTEMS: readonly System[] = BASELINE_SRC ? ALL_SYSTEMS : ALL_SYSTEMS.slice(0, 4);
+const isTabula = (system: string) => system === 'tabula' || system === 'tabula-baseline';
 const BULK_N = Number(process.env.PEERS_BULK_N ?? 100_000);
 const BULK_ROUNDS = Number(process.env.PEERS_BULK_ROUNDS ?? 2);
 const APPEND_SIZES = [1_000, 10_000, BULK_N];
-const APPEND_CHUNKS = 4;
-const APPEND_CHUNK = 15;
+// Many short chunks, not a few long ones: on a loaded machine a burst of load that lands on one system's chunk
+// of 15 moved its median by 2× (two runs of the day); chunks of 5, rotated, spread bursts over every system.
+const APPEND_CHUNKS = 12;
+const APPEND_CHUNK = 5;
 const XTAB_RUNS = 30;
-const OPEN_ROUNDS = 4;
+const OPEN_ROUNDS = 10;
+const OPEN_CHUNK = 2;
 /** A system whose single sample takes longer than this gets one sample per chunk, not a full chunk. */
 const SLOW_MS = 150;
 
@@ -39,12 +48,16 @@ const GUARANTEES: Record<System, string> = {
   rxdb: 'durable when insert resolves (Dexie transaction committed); no validation without a validate plugin (none here); cross-tab events by BroadcastChannel (multiInstance)',
   tinybase: 'in-memory store; durable only when an awaited persister.save() resolves (it rewrites the chat); no validation without a schema; other tabs poll (autoLoad, every 1 s)',
   dexie: 'durable when add resolves; no validation; no cross-tab event of its own: the floor posts one BroadcastChannel message after each add',
+  'tabula-baseline': 'the Tabula of PEERS_BASELINE_SRC (before the change measured), same guarantees as tabula',
 };
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 
 const serve = () =>
-  serveRepository({ optimizeDeps: ['rxdb', 'rxdb/plugins/storage-dexie', 'tinybase', 'tinybase/persisters/persister-indexed-db', 'dexie', 'yjs', 'zod'] });
+  serveRepository({
+    optimizeDeps: ['rxdb', 'rxdb/plugins/storage-dexie', 'tinybase', 'tinybase/persisters/persister-indexed-db', 'dexie', 'yjs', 'zod'],
+    ...(BASELINE_SRC ? { allow: [BASELINE_SRC] } : {}),
+  });
 const openPage = (context: BrowserContext, url: string): Promise<Page> => openBenchPage(context, url, 120_000);
 
 /**
@@ -54,8 +67,13 @@ const openPage = (context: BrowserContext, url: string): Promise<Page> => openBe
  * triggers (Tabula's tokenizer) are not counted, as the page never loads them.
  */
 async function jsKiB(system: System): Promise<number> {
+  const baseline = system === 'tabula-baseline' && BASELINE_SRC ? BASELINE_SRC : null;
   const result = await build({
-    entryPoints: [join(root, `bench/pages/peers/systems/${system}.ts`)],
+    entryPoints: [join(root, `bench/pages/peers/systems/${baseline ? 'tabula' : system}.ts`)],
+    // The baseline is the same page over the other checkout's src.
+    plugins: baseline
+      ? [{ name: 'baseline-src', setup: (b) => b.onResolve({ filter: /\/src\/index\.js$/ }, () => ({ path: join(baseline, 'index.ts') })) }]
+      : [],
     bundle: true,
     splitting: true,
     outdir: join(os.tmpdir(), 'tabula-peers-js'),
@@ -91,7 +109,7 @@ interface Row {
   readonly case: string;
   readonly unit: string;
   readonly higherIsBetter: boolean;
-  readonly values: Partial<Record<System | 'tabula (append batch)', Sample | { value: number }>>;
+  readonly values: Partial<Record<string, Sample | { value: number }>>;
 }
 
 const missing = missingChromiumMessage();
@@ -101,7 +119,8 @@ const servers = await Promise.all(SYSTEMS.map(() => serve()));
 const context = await chromium.launchPersistentContext(profile, { ...chromiumLaunchOptions(), headless: true });
 const started = performance.now();
 try {
-  const url = (system: System) => `${servers[SYSTEMS.indexOf(system)]!.url}/bench/pages/peers/${system}.html`;
+  const url = (system: System) =>
+    `${servers[SYSTEMS.indexOf(system)]!.url}/bench/pages/peers/${system}.html${system === 'tabula-baseline' ? `?src=${encodeURIComponent(BASELINE_SRC ?? '')}` : ''}`;
   const tabA = {} as Record<System, Page>;
   const tabB = {} as Record<System, Page>;
   for (const system of SYSTEMS) tabA[system] = await openPage(context, url(system));
@@ -124,10 +143,10 @@ try {
       (bulk[system] ??= []).push(ms);
       next.set(`${system}/bulk-${round}`, BULK_N);
       console.log(`bulk ${system} round ${round}: ${((BULK_N / ms) * 1000).toFixed(0)} msgs/s`);
-      if (system === 'tabula') {
+      if (isTabula(system)) {
         const batch = await a<number>(system, 'bulk', `batch-${round}`, BULK_N, 'bulkAppend');
-        (bulk['tabula (append batch)'] ??= []).push(batch);
-        console.log(`bulk tabula (append batch) round ${round}: ${((BULK_N / batch) * 1000).toFixed(0)} msgs/s`);
+        (bulk[`${system} (append batch)`] ??= []).push(batch);
+        console.log(`bulk ${system} (append batch) round ${round}: ${((BULK_N / batch) * 1000).toFixed(0)} msgs/s`);
       }
     });
   }
@@ -199,7 +218,7 @@ try {
   for (let round = 0; round < OPEN_ROUNDS; round++) {
     await interleave(round, async (system) => {
       const list = (opens[system] ??= []);
-      const runs = list.length > 0 && Math.min(...list) > SLOW_MS ? 1 : 5;
+      const runs = list.length > 0 && Math.min(...list) > SLOW_MS ? 1 : OPEN_CHUNK;
       list.push(...(await a<number[]>(system, 'openLast', 'bulk-0', runs)));
     });
   }
@@ -234,26 +253,33 @@ try {
   console.log('\nTabula vs RxDB, TinyBase and raw Dexie (Chromium, on-disk profile); (n×) = the system\'s cost ÷ Tabula\'s (time, or inverse rate): above 1, Tabula is ahead');
   console.table(table);
 
-  const med = (caseStart: string, system: string) => central(rows.find((row) => row.case.startsWith(caseStart))?.values[system as System]);
-  const goals: string[] = [];
-  for (const n of APPEND_SIZES) {
-    const c = `append 1 message, N = ${n.toLocaleString('en')}`;
-    goals.push(`${c}: Tabula ${(med(c, 'tabula') / med(c, 'dexie')).toFixed(2)}× raw Dexie (goal ≤ 1.3), ${(med(c, 'tabula') / med(c, 'rxdb')).toFixed(2)}× RxDB (goal < 1)`);
-  }
-  goals.push(`open + last 50: Tabula ${(med('new instance', 'tabula') / med('new instance', 'dexie')).toFixed(2)}× raw Dexie (goal ≤ 1.5)`);
-  goals.push(`bulk importSession: ${(med('bulk insert', 'tabula') / med('bulk insert', 'dexie')).toFixed(2)}× raw Dexie bulkAdd (goal ≥ 0.5)`);
-  goals.push(`bulk append(batch): ${(med('bulk insert', 'tabula (append batch)') / med('bulk insert', 'dexie')).toFixed(2)}× raw Dexie bulkAdd (goal ≥ 0.5)`);
-  goals.push(`cross-tab: Tabula ${(med('append in tab A', 'tabula') / med('append in tab A', 'rxdb')).toFixed(2)}× RxDB (goal ≤ 1), ${(med('append in tab A', 'tabula') / med('append in tab A', 'dexie')).toFixed(2)}× add + BroadcastChannel (goal ≤ 1.3)`);
-  goals.push(`JS: Tabula ${(med('JS for', 'tabula') / med('JS for', 'rxdb')).toFixed(2)}× RxDB (goal ≤ 1)`);
-  for (const goal of goals) console.log(goal);
+  const med = (caseStart: string, system: string) => central(rows.find((row) => row.case.startsWith(caseStart))?.values[system]);
+  const goalsOf = (t: 'tabula' | 'tabula-baseline') => {
+    const who = t === 'tabula' ? 'Tabula' : 'Tabula baseline';
+    const lines: string[] = [];
+    for (const n of APPEND_SIZES) {
+      const c = `append 1 message, N = ${n.toLocaleString('en')}`;
+      lines.push(`${c}: ${who} ${(med(c, t) / med(c, 'dexie')).toFixed(2)}× raw Dexie (goal ≤ 1.3), ${(med(c, t) / med(c, 'rxdb')).toFixed(2)}× RxDB (goal < 1)`);
+    }
+    lines.push(`open + last 50: ${who} ${(med('new instance', t) / med('new instance', 'dexie')).toFixed(2)}× raw Dexie (goal ≤ 1.5)`);
+    lines.push(`bulk importSession: ${who} ${(med('bulk insert', t) / med('bulk insert', 'dexie')).toFixed(2)}× raw Dexie bulkAdd (goal ≥ 0.5)`);
+    lines.push(`bulk append(batch): ${who} ${(med('bulk insert', `${t} (append batch)`) / med('bulk insert', 'dexie')).toFixed(2)}× raw Dexie bulkAdd (goal ≥ 0.5)`);
+    lines.push(`cross-tab: ${who} ${(med('append in tab A', t) / med('append in tab A', 'rxdb')).toFixed(2)}× RxDB (goal ≤ 1), ${(med('append in tab A', t) / med('append in tab A', 'dexie')).toFixed(2)}× add + BroadcastChannel (goal ≤ 1.3)`);
+    lines.push(`JS: ${who} ${(med('JS for', t) / med('JS for', 'rxdb')).toFixed(2)}× RxDB (goal ≤ 1)`);
+    return lines;
+  };
+  const goals = goalsOf('tabula');
+  const before = BASELINE_SRC ? goalsOf('tabula-baseline') : [];
+  for (const goal of [...goals, ...before]) console.log(goal);
   console.log(`total ${((performance.now() - started) / 1000).toFixed(0)} s`);
 
   writeResult('peers', {
     title: 'Tabula vs RxDB 17.6 (Dexie storage), TinyBase 10 (IndexedDB persister) and raw Dexie 4.4.7, Chromium, on-disk profile, each system in its own origin',
-    method: `rounds interleaved across systems; bulk ${BULK_ROUNDS} rounds of ${BULK_N}; append ${APPEND_CHUNKS}×${APPEND_CHUNK} per N (1 per chunk for a system slower than ${SLOW_MS} ms); cross-tab ${XTAB_RUNS}; open ${OPEN_ROUNDS}×5 (1 per round when slow); messages of 209 characters; JS = the system module bundled by esbuild, minified, gzip -9`,
-    guarantees: GUARANTEES,
+    method: `rounds interleaved across systems; bulk ${BULK_ROUNDS} rounds of ${BULK_N}; append ${APPEND_CHUNKS}×${APPEND_CHUNK} per N (1 per chunk for a system slower than ${SLOW_MS} ms); cross-tab ${XTAB_RUNS}; open ${OPEN_ROUNDS}×${OPEN_CHUNK} (1 per round when slow); messages of 209 characters; JS = the system module bundled by esbuild, minified, gzip -9`,
+    guarantees: Object.fromEntries(SYSTEMS.map((system) => [system, GUARANTEES[system]])),
     rows,
     goals,
+    ...(BASELINE_SRC ? { baseline: { src: BASELINE_SRC, goals: before } } : {}),
   });
 } finally {
   await context.close();

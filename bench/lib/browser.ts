@@ -28,9 +28,10 @@ export interface BenchBrowser {
 /**
  * Serves the repository with Vite on a free loopback port. `optimizeDeps`
  * pre-bundles the named packages (a page that imports many peers would
- * otherwise reload while Vite discovers them).
+ * otherwise reload while Vite discovers them); `allow` lists directories
+ * outside the repository that pages may import from (as /@fs/…).
  */
-export async function serveRepository(options: { optimizeDeps?: string[] } = {}): Promise<{ server: ViteDevServer; url: string }> {
+export async function serveRepository(options: { optimizeDeps?: string[]; allow?: string[] } = {}): Promise<{ server: ViteDevServer; url: string }> {
   const root = fileURLToPath(new URL('../../', import.meta.url));
   const server: ViteDevServer = await createServer({
     configFile: false,
@@ -44,6 +45,8 @@ export async function serveRepository(options: { optimizeDeps?: string[] } = {})
       // A benchmark must not reload its pages when a source file changes under it.
       hmr: false,
       watch: { ignored: ['**/*'] },
+      // Directories outside the repository the pages may load (a baseline checkout's src).
+      ...(options.allow ? { fs: { allow: [root, ...options.allow] } } : {}),
     },
     ...(options.optimizeDeps ? { optimizeDeps: { include: options.optimizeDeps } } : {}),
   });

@@ -8,8 +8,8 @@
  * (see registry.ts), so it runs in Node over a bare Y.Doc as well.
  */
 import type * as Y from 'yjs';
-import { TabulaError } from '../core/errors.js';
-import { assertJsonValue, assertSafeKey, cloneJson, type JsonValue } from '../core/json.js';
+import { cloneJson, type JsonValue } from '../core/json.js';
+import { checkEntries, checkFunction, checkKey, checkValue } from './checks.js';
 import { BLACKBOARD_MAP } from './validate.js';
 
 /** Where a change came from: this tab, another tab, or the sync server. */
@@ -68,36 +68,6 @@ export interface BlackboardInit {
   onListenerError?: (error: unknown) => void;
 }
 
-function checkValue(key: string, value: unknown): JsonValue {
-  // The JSON check caps nesting (MAX_JSON_DEPTH) before Yjs sees the value: Yjs encodes recursively and
-  // a value thousands deep would overflow the stack half-way through a transaction.
-  return cloneJson(assertJsonValue(value, `blackboard key ${JSON.stringify(key)}`));
-}
-
-/** A short, never-throwing description of a wrong argument (JSON.stringify throws on cycles and BigInt). */
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return `an object (${Object.prototype.toString.call(value).slice(8, -1)})`;
-  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
-  if (typeof value === 'function') return 'a function';
-  if (typeof value === 'symbol') return 'a symbol';
-  return `${typeof value} ${value === undefined ? '' : (value as number | boolean | bigint).toString()}`.trim();
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
-}
-
-function checkKey(key: unknown): string {
-  if (typeof key !== 'string' || key === '') {
-    throw new TabulaError('argument/invalid', `A blackboard key must be a non-empty string, got ${describe(key)}.`);
-  }
-  return assertSafeKey(key, 'blackboard key');
-}
-
 /** Builds the Blackboard API over `init.doc`. */
 export function createBlackboard(init: BlackboardInit): Blackboard {
   const { doc } = init;
@@ -141,22 +111,18 @@ export function createBlackboard(init: BlackboardInit): Blackboard {
     },
     update(values) {
       assertOpen();
-      if (!isPlainObject(values)) {
-        throw new TabulaError('argument/invalid', `blackboard.update() takes a plain object of key → JSON value, got ${describe(values)}.`);
-      }
-      const entries = Object.entries(values).map(([key, value]) => [checkKey(key), checkValue(key, value)] as const);
+      const entries = checkEntries(values);
       doc.transact(() => {
         for (const [key, value] of entries) map.set(key, value);
       }, local);
     },
     transact(fn) {
       assertOpen();
-      if (typeof fn !== 'function') throw new TabulaError('argument/invalid', `blackboard.transact() takes a function, got ${describe(fn)}.`);
-      doc.transact(fn, local);
+      doc.transact(checkFunction(fn, 'transact'), local);
     },
     observe(listener) {
       assertOpen();
-      if (typeof listener !== 'function') throw new TabulaError('argument/invalid', `blackboard.observe() takes a listener function, got ${describe(listener)}.`);
+      checkFunction(listener, 'observe');
       const handler = (event: Y.YMapEvent<JsonValue>) => {
         if (init.signal?.aborted) return;
         const origin = classify(event.transaction.origin);

@@ -143,13 +143,4 @@ export function persistDoc(name: string, doc: Y.Doc, options: PersistenceOptions
   };
 }
 
-/** Deletes a blackboard database (its doc must be closed in this tab first). */
-export function deleteDocDatabase(name: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const request = indexedDB.deleteDatabase(name);
-    request.onsuccess = () => resolve();
-    request.onerror = () => reject(request.error ?? new Error(`Could not delete ${name}`));
-    // Other tabs' connections close on versionchange (lib0 does that), after which the delete proceeds.
-    request.onblocked = () => undefined;
-  });
-}
+export { deleteDocDatabase } from './lives.js';

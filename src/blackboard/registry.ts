@@ -15,16 +15,14 @@
 import * as Y from 'yjs';
 import { TabulaError } from '../core/errors.js';
 import { createBlackboard, type Blackboard } from './blackboard.js';
-import { deleteDocDatabase, persistDoc, type DocPersistence } from './persistence.js';
+import { blackboardDatabaseName, deleteDocDatabase, isLifeEnded, livesChannelName, REMOTE_ORIGIN, type LifeEnded } from './lives.js';
+import { persistDoc, type DocPersistence } from './persistence.js';
 import { TabSyncProvider, broadcastTransport, type TabTransport } from './tab-provider.js';
 
-/** The transaction origin the sync client uses for changes from the server. */
-export const REMOTE_ORIGIN: unique symbol = Symbol('tabula.remote');
+export { REMOTE_ORIGIN, blackboardDatabaseName } from './lives.js';
 
 export interface BoardLease {
   readonly blackboard: Blackboard;
-  /** The shared doc itself, for the sync client (apps use `blackboard`). */
-  readonly doc: Y.Doc;
   /** Gives the lease back; the last one closes the doc. */
   release(): Promise<void>;
 }
@@ -81,31 +79,6 @@ interface Entry {
   readonly started: Promise<void>;
 }
 
-/**
- * The database of one life of a session's board:
- * `${name}:${userId}:${sessionId}:blackboard`, each part URI-encoded so ids
- * with ':' cannot collide, and `:${life}` before the suffix for every life
- * but the first one a database ever had ('' ).
- */
-export function blackboardDatabaseName(name: string, userId: string, sessionId: string, life = ''): string {
-  const parts = life === '' ? [name, userId, sessionId] : [name, userId, sessionId, life];
-  return parts.map(encodeURIComponent).join(':') + ':blackboard';
-}
-
-/** A delete announced to the other tabs; validated on receipt like every cross-tab message. */
-interface LifeEnded {
-  v: 1;
-  userId: string;
-  sessionId: string;
-  life: string;
-}
-
-function isLifeEnded(raw: unknown): raw is LifeEnded {
-  if (typeof raw !== 'object' || raw === null) return false;
-  const m = raw as Record<string, unknown>;
-  return m.v === 1 && typeof m.userId === 'string' && typeof m.sessionId === 'string' && typeof m.life === 'string';
-}
-
 /** Calls `notify` after this tab's changes to the entry's doc are stored (one call per stored batch). */
 function notifyLocalUpdates(entry: Entry, persistence: DocPersistence, notify: (userId: string, sessionId: string) => void): void {
   let flushing = false;
@@ -137,7 +110,7 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
   const key = (userId: string, sessionId: string) => JSON.stringify([userId, sessionId]);
   const transport = options.transport ?? broadcastTransport;
   const lifeOf = options.lifeOf ?? (() => Promise.resolve(''));
-  const lives = typeof BroadcastChannel === 'function' ? new BroadcastChannel(`tabula:${options.name}:blackboard-lives`) : null;
+  const lives = typeof BroadcastChannel === 'function' ? new BroadcastChannel(livesChannelName(options.name)) : null;
   const isEnded = (k: string, life: string | undefined) => {
     if (life === undefined) return true;
     const last = ended.get(k);
@@ -282,7 +255,6 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
       });
       return {
         blackboard,
-        doc: held.doc,
         async release() {
           if (released) return;
           released = true;

@@ -31,6 +31,7 @@ export type ErrorCode =
   | 'storage/quota-exceeded'
   | 'storage/closed'
   | 'storage/failed'
+  | 'blackboard/loading'
   | 'sync/unauthorized'
   | 'sync/forbidden'
   | 'sync/gap'

@@ -45,7 +45,7 @@ import type {
   SessionStatePatch,
   StoredMessage,
 } from './types.js';
-import { assertOpen, commit, sessionNotFound, type Emitter, type StoreContext } from './writer.js';
+import { assertOpen, commit, sessionNotFound, type Emitter, type StoreContext, type WriteScope } from './writer.js';
 
 /** The persisted journal of a session: a MutationJournal whose entries and watermark survive reloads. */
 export interface SessionJournal {
@@ -201,9 +201,9 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
     if (closed) throw new TabulaError('storage/closed', `This handle of ${label} is closed; get a new one with tabula.session().`);
   };
 
-  const write = <T>(what: string, build: (tx: Emitter) => Promise<T>): Promise<T> => {
+  const write = <T>(what: string, build: (tx: Emitter) => Promise<T>, scope?: WriteScope): Promise<T> => {
     ensureOpen();
-    return commit(store, userId, sessionId, `${what} (${label})`, build);
+    return commit(store, userId, sessionId, `${what} (${label})`, build, scope);
   };
 
   const read = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
@@ -319,7 +319,7 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
       const createdAt = Date.now();
       const ops = await tx.emitAppends(parsed.map((message) => ({ id: newId(), createdAt, status: 'complete', message })));
       return ops.map((op) => toStoredMessage({ ...op.body, order: op.order }));
-    });
+    }, 'append');
   };
 
   const runner = createRunner({ store, userId, sessionId, label, contextSchema, append: appendMessages });

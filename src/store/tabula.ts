@@ -9,8 +9,9 @@ import { createHlc, hlcOf, parseHlc } from '../core/hlc.js';
 import { checkName } from '../core/names.js';
 import { checkOptions, describeValue } from '../core/args.js';
 import { ApproxTokenCounter, type TokenCounter } from '../core/tokens.js';
-import { blackboardDatabaseName, createBoardRegistry } from '../blackboard/registry.js';
-import { createTokenCounter } from '../tokens/counter.js';
+import { createLazyBoardRegistry } from '../blackboard/lazy.js';
+import { blackboardDatabaseName } from '../blackboard/lives.js';
+import { lazyWorkerCounter } from './default-counter.js';
 import { createChangeFeed, type SessionChange } from './changes.js';
 import { createRunCoordinator } from './coordinator.js';
 import { platformLocks } from './locks.js';
@@ -98,7 +99,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     throw mapStorageError(error, `open the IndexedDB database "${name}"`);
   }
   // A counter we create is ours to close; one the caller passed is theirs.
-  const ownCounter = options.tokenCounter ? null : typeof Worker === 'function' ? createTokenCounter({ encoding: 'o200k_base', worker: 'shared' }) : null;
+  const ownCounter = options.tokenCounter ? null : typeof Worker === 'function' ? lazyWorkerCounter() : null;
   const counter: TokenCounter = options.tokenCounter ?? ownCounter ?? new ApproxTokenCounter();
   // With sync on, each board change stored in any tab is announced to the sync leader.
   const boardNotices = options.sync ? createBoardNotices(name, onError) : null;
@@ -114,7 +115,8 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     openStreams: new Set(),
     activeRuns: new Map(),
     background: new Set(),
-    boards: createBoardRegistry({
+    // Yjs loads on the first use of a board (see lazy.ts): a page that never opens one never fetches it.
+    boards: createLazyBoardRegistry({
       name,
       peerId: newClientId(),
       onError,
@@ -165,7 +167,8 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     });
     // A stream started in another tab gets a watcher here, so its tab crashing is noticed at once.
     const stopWatching = store.feed.subscribe(userId, sessionId, (change) => {
-      if (change.origin === 'tab' && change.kinds.includes('message.append')) recovery.schedule(userId, sessionId);
+      // After the app's own listeners of this change: they hear of it before the recovery check starts its reads.
+      if (change.origin === 'tab' && change.kinds.includes('message.append')) queueMicrotask(() => recovery.schedule(userId, sessionId));
     });
     return handles.track(session, releaseBoth(stopWatching, release));
   };
@@ -176,15 +179,19 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     const opts = checkOptions(options, 'session(sessionId, options)');
     const userId = checkId(opts.userId ?? defaultUserId, 'session({ userId })');
     let existing;
+    let unfinished;
     try {
-      existing = await db.sessions.get([userId, sessionId]);
+      // The session row and what recovery looks for, in one read transaction: one round trip, not three.
+      [existing, unfinished] = await db.transaction('r', [db.sessions, db.runs, db.messages], () =>
+        Promise.all([db.sessions.get([userId, sessionId]), recovery.find(userId, sessionId)]),
+      );
     } catch (error) {
       throw mapStorageError(error, `open session "${sessionId}"`);
     }
     if (existing) {
       checkRow('sessions', [userId, sessionId], existing);
       try {
-        await recovery.check(userId, sessionId);
+        await recovery.check(userId, sessionId, unfinished);
       } catch (error) {
         throw mapStorageError(error, `recover session "${sessionId}"`);
       }
@@ -339,7 +346,7 @@ function syncBoards(store: StoreContext, userId: string, notices: BoardNotices):
         await lease.release();
         return null;
       }
-      return { doc: lease.doc, flushed: () => lease.blackboard.flushed(), release: () => lease.release() };
+      return { doc: lease.blackboard.doc, flushed: () => lease.blackboard.flushed(), release: () => lease.release() };
     },
     onLocalChange(listener) {
       return notices.subscribe((changedUser, sessionId) => {

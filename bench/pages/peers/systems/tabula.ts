@@ -1,7 +1,8 @@
 /**
  * Tabula in the peers benchmark: the public API as an application uses it.
  * Bulk = `importSession` of an export holding the messages; the second
- * bulk path is one `append(batch)`.
+ * bulk path is one `append(batch)`. `tabulaSystem` also drives an earlier
+ * Tabula (another checkout's src, PEERS_BASELINE_SRC) through the same code.
  */
 import { openTabula, type Session, type SessionExport, type Tabula } from '../../../../src/index.js';
 import { benchMessage, type PeerInstance, type PeerSystem } from '../types.js';
@@ -25,8 +26,13 @@ function exportOf(template: SessionExport, chat: string, from: number, count: nu
   };
 }
 
-async function open(db: string): Promise<PeerInstance> {
-  const tabula: Tabula = await openTabula({ name: db });
+/** Opens Tabula databases with `open` (this checkout's openTabula, or a baseline's). */
+export function tabulaSystem(name: string, openWith: (options: { name: string }) => Promise<Tabula>): PeerSystem {
+  return { name, open: (db) => open(openWith, db) };
+}
+
+async function open(openWith: (options: { name: string }) => Promise<Tabula>, db: string): Promise<PeerInstance> {
+  const tabula: Tabula = await openWith({ name: db });
   const sessions = new Map<string, Session>();
   const session = async (chat: string) => {
     let found = sessions.get(chat);
@@ -57,4 +63,4 @@ async function open(db: string): Promise<PeerInstance> {
   };
 }
 
-export const system: PeerSystem = { name: 'tabula', open };
+export const system: PeerSystem = tabulaSystem('tabula', openTabula);

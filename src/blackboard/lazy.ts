@@ -1,0 +1,276 @@
+/**
+ * The blackboard registry as a Tabula holds it: Yjs, y-indexeddb and the
+ * cross-tab provider (registry.ts) are loaded by a dynamic import on the
+ * first use of a board, so a page that never opens one never downloads or
+ * parses them. Once loaded, every lease is the registry's own.
+ *
+ * While the code loads (one chunk fetch, the first time only), a board is
+ * a stand-in with the same contract: writes are checked at once (same
+ * errors), applied to an in-memory view that reads see, reported to
+ * observe() listeners at once as `local`, and replayed into the Y.Doc, in
+ * order and with the same transaction grouping, when it arrives; so
+ * `flushed()` still means durable. What the stand-in cannot give is the
+ * Y.Doc itself: `doc` throws `blackboard/loading` until `whenLoaded`.
+ * A session deleted before the code loaded has its board database deleted
+ * and the delete announced to the other tabs without loading Yjs at all.
+ */
+import { TabulaError } from '../core/errors.js';
+import { cloneJson, type JsonValue } from '../core/json.js';
+import type { Blackboard, BlackboardChange } from './blackboard.js';
+import { checkEntries, checkFunction, checkKey, checkValue } from './checks.js';
+import { blackboardDatabaseName, deleteDocDatabase, livesChannelName, type LifeEnded } from './lives.js';
+import type { BoardLease, BoardRegistry, BoardRegistryOptions } from './registry.js';
+
+/** The module with Yjs in it; a test passes its own to hold the load back. */
+export type BoardCode = () => Promise<{ createBoardRegistry(options: BoardRegistryOptions): BoardRegistry }>;
+
+export interface LazyBoardRegistryOptions extends BoardRegistryOptions {
+  /** @default a dynamic import of registry.ts */
+  load?: BoardCode;
+}
+
+/** A write made before the code loaded, replayed into the real board once it is there. */
+type Replay = (board: Blackboard) => void;
+
+type Listener = (changes: BlackboardChange[]) => void;
+
+/** The boards of one session acquired before the code loaded: one shared view, as one Y.Doc would be. */
+interface Waiting {
+  readonly userId: string;
+  readonly sessionId: string;
+  readonly values: Map<string, JsonValue>;
+  readonly replays: Replay[];
+  readonly leases: StandIn[];
+}
+
+/** One lease handed out before the code loaded. */
+interface StandIn {
+  released: boolean;
+  /** The registry's lease, once the code is in (null if this one was released before). */
+  real: BoardLease | null;
+  /** Listeners added before the code loaded; moved onto the real board when it is there. */
+  readonly listeners: Set<{ listener: Listener; stop: () => void }>;
+}
+
+const defaultLoad: BoardCode = () => import('./registry.js');
+
+/** A BoardRegistry that loads Yjs on the first `acquire()`. */
+export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): BoardRegistry {
+  const { load = defaultLoad, ...registryOptions } = options;
+  let real: BoardRegistry | null = null;
+  let loading: Promise<BoardRegistry> | null = null;
+  const waiting = new Map<string, Waiting>();
+  const key = (userId: string, sessionId: string) => JSON.stringify([userId, sessionId]);
+
+  /** Puts the writes made while loading into the real board, then hands it the listeners. */
+  const connect = (registry: BoardRegistry, w: Waiting): Promise<void> => {
+    for (const lease of w.leases) if (!lease.released) lease.real = registry.acquire(w.userId, w.sessionId);
+    const holder = w.leases.find((lease) => lease.real)?.real;
+    // Every handle let go of the board before the code came: the writes were accepted, so they are stored.
+    const target = holder ?? (w.replays.length > 0 ? registry.acquire(w.userId, w.sessionId) : null);
+    if (target) {
+      try {
+        for (const replay of w.replays) replay(target.blackboard);
+      } catch (error) {
+        // Only a board whose life ended meanwhile refuses: its writes went with the deleted session.
+        if (!(error instanceof TabulaError)) throw error;
+      }
+    }
+    w.replays.length = 0;
+    for (const lease of w.leases) {
+      for (const entry of lease.listeners) {
+        if (lease.real) entry.stop = lease.real.blackboard.observe(entry.listener);
+      }
+      lease.listeners.clear();
+    }
+    if (holder || !target) return Promise.resolve();
+    return target.blackboard.whenLoaded.then(() => target.blackboard.flushed()).finally(() => target.release());
+  };
+
+  const start = (): Promise<BoardRegistry> =>
+    (loading ??= load().then(
+      async (code) => {
+        const registry = code.createBoardRegistry(registryOptions);
+        const flushes = [...waiting.values()].map((w) => connect(registry, w));
+        waiting.clear();
+        real = registry;
+        await Promise.all(flushes);
+        return registry;
+      },
+      (error: unknown) => {
+        // The next use of a board tries again (a chunk fetch may fail once offline); the boards waiting
+        // now stay waiting, so their writes are replayed by the load that succeeds.
+        loading = null;
+        const failure = new TabulaError('storage/failed', 'Could not load the blackboard code (Yjs); check that the bundle serves its lazy chunk.', { cause: error });
+        registryOptions.onError(failure);
+        throw failure;
+      },
+    ));
+
+  const standIn = (userId: string, sessionId: string): BoardLease => {
+    const k = key(userId, sessionId);
+    let w = waiting.get(k);
+    if (!w) waiting.set(k, (w = { userId, sessionId, values: new Map(), replays: [], leases: [] }));
+    const shared = w;
+    const lease: StandIn = { released: false, real: null, listeners: new Set() };
+    shared.leases.push(lease);
+    const loaded = start();
+    const whenLoaded = loaded.then(() => lease.real?.blackboard.whenLoaded);
+    // A failed load is reported once, here; a caller that never awaits whenLoaded must not get an unhandled rejection.
+    whenLoaded.catch(() => undefined);
+
+    /** Writes grouped by transact(): one replay, one report to listeners. */
+    let batch: { replays: Replay[]; changed: Set<string> } | null = null;
+    const assertOpen = () => {
+      if (lease.released) throw new TabulaError('storage/closed', `The blackboard of session "${sessionId}" is closed; open the session again.`);
+    };
+    const board = (): Blackboard | null => lease.real?.blackboard ?? null;
+    const report = (changed: Iterable<string>) => {
+      const keys = [...changed].sort();
+      if (keys.length === 0) return;
+      for (const other of shared.leases) {
+        for (const { listener } of [...other.listeners]) {
+          const changes = keys.map((k2) => {
+            const value = shared.values.get(k2);
+            return Object.freeze({ key: k2, value: value === undefined ? undefined : cloneJson(value), origin: 'local' as const });
+          });
+          try {
+            listener(changes);
+          } catch (error) {
+            registryOptions.onError(
+              new TabulaError('argument/invalid', `A blackboard observe() listener of session "${sessionId}" threw; the change was applied and the other listeners were called.`, { cause: error }),
+            );
+          }
+        }
+      }
+    };
+    const write = (replay: Replay, changed: string[]) => {
+      if (batch) {
+        batch.replays.push(replay);
+        for (const k2 of changed) batch.changed.add(k2);
+        return;
+      }
+      shared.replays.push(replay);
+      report(changed);
+    };
+    const set = (k2: string, copy: JsonValue) => shared.values.set(k2, copy);
+
+    const blackboard: Blackboard = {
+      get doc() {
+        const ready = board();
+        if (ready) return ready.doc;
+        throw new TabulaError('blackboard/loading', `The Y.Doc of session "${sessionId}"'s blackboard is there once \`await session.blackboard.whenLoaded\` has resolved (Yjs loads on the board's first use).`);
+      },
+      whenLoaded: whenLoaded.then(() => undefined),
+      async flushed() {
+        await loaded;
+        const ready = board();
+        if (!ready) assertOpen();
+        // Released before the code came: connect() made its writes durable.
+        return ready ? ready.flushed() : undefined;
+      },
+      get(k2) {
+        const ready = board();
+        if (ready) return ready.get(k2);
+        const value = shared.values.get(checkKey(k2));
+        return value === undefined ? undefined : cloneJson(value);
+      },
+      has(k2) {
+        return board()?.has(k2) ?? shared.values.has(checkKey(k2));
+      },
+      keys() {
+        return board()?.keys() ?? [...shared.values.keys()].sort();
+      },
+      toJSON() {
+        const ready = board();
+        if (ready) return ready.toJSON();
+        const out: Record<string, JsonValue> = {};
+        for (const k2 of [...shared.values.keys()].sort()) out[k2] = cloneJson(shared.values.get(k2) as JsonValue);
+        return out;
+      },
+      set(k2, value) {
+        const ready = board();
+        if (ready) return ready.set(k2, value);
+        assertOpen();
+        const copy = checkValue(checkKey(k2), value);
+        set(k2, copy);
+        write((b) => b.set(k2, copy), [k2]);
+      },
+      delete(k2) {
+        const ready = board();
+        if (ready) return ready.delete(k2);
+        assertOpen();
+        checkKey(k2);
+        // As in Yjs: deleting a key that is not there changes nothing and reports nothing.
+        if (!shared.values.delete(k2)) return;
+        write((b) => b.delete(k2), [k2]);
+      },
+      update(values) {
+        const ready = board();
+        if (ready) return ready.update(values);
+        assertOpen();
+        const entries = checkEntries(values);
+        for (const [k2, copy] of entries) set(k2, copy);
+        write((b) => b.update(Object.fromEntries(entries)), entries.map(([k2]) => k2));
+      },
+      transact(fn) {
+        const ready = board();
+        if (ready) return ready.transact(fn);
+        assertOpen();
+        checkFunction(fn, 'transact');
+        if (batch) return fn();
+        const current: { replays: Replay[]; changed: Set<string> } = { replays: [], changed: new Set() };
+        batch = current;
+        try {
+          fn();
+        } finally {
+          // As a Yjs transaction: what fn did before it threw stays, and is reported once.
+          batch = null;
+          if (current.replays.length > 0) write((b) => b.transact(() => current.replays.forEach((replay) => replay(b))), [...current.changed]);
+        }
+      },
+      observe(listener) {
+        const ready = board();
+        if (ready) return ready.observe(listener);
+        assertOpen();
+        checkFunction(listener, 'observe');
+        const entry = { listener, stop: () => void lease.listeners.delete(entry) };
+        lease.listeners.add(entry);
+        return () => entry.stop();
+      },
+    };
+
+    return {
+      blackboard,
+      async release() {
+        if (lease.released) return;
+        lease.released = true;
+        lease.listeners.clear();
+        if (real || loading) {
+          await loading?.catch(() => undefined);
+          await lease.real?.release();
+        }
+      },
+    };
+  };
+
+  return {
+    acquire: (userId, sessionId) => (real ? real.acquire(userId, sessionId) : standIn(userId, sessionId)),
+    async destroy(userId, sessionId, life) {
+      if (loading) return (await start()).destroy(userId, sessionId, life);
+      // No board was ever opened in this tab: tell the others and delete the database, without Yjs.
+      if (life === undefined) return;
+      if (typeof BroadcastChannel === 'function') {
+        const channel = new BroadcastChannel(livesChannelName(registryOptions.name));
+        channel.postMessage({ v: 1, userId, sessionId, life } satisfies LifeEnded);
+        channel.close();
+      }
+      await deleteDocDatabase(blackboardDatabaseName(registryOptions.name, userId, sessionId, life));
+    },
+    async close() {
+      if (!loading) return;
+      const registry = await loading.catch(() => null);
+      await registry?.close();
+    },
+  };
+}

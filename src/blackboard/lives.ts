@@ -1,0 +1,51 @@
+/**
+ * What the blackboard shares with code that must not load Yjs: the names
+ * of a board's database and of the channel that announces ended lives,
+ * the shape of that announcement, the database delete, and the origin the
+ * sync client tags server changes with. The lazy registry (lazy.ts) uses
+ * these to delete a session's board without loading Yjs.
+ */
+
+/** The transaction origin the sync client uses for changes from the server. */
+export const REMOTE_ORIGIN: unique symbol = Symbol('tabula.remote');
+
+/**
+ * The database of one life of a session's board:
+ * `${name}:${userId}:${sessionId}:blackboard`, each part URI-encoded so ids
+ * with ':' cannot collide, and `:${life}` before the suffix for every life
+ * but the first one a database ever had ('' ).
+ */
+export function blackboardDatabaseName(name: string, userId: string, sessionId: string, life = ''): string {
+  const parts = life === '' ? [name, userId, sessionId] : [name, userId, sessionId, life];
+  return parts.map(encodeURIComponent).join(':') + ':blackboard';
+}
+
+/** The BroadcastChannel on which a Tabula database's tabs announce the end of a board's life. */
+export function livesChannelName(name: string): string {
+  return `tabula:${name}:blackboard-lives`;
+}
+
+/** A delete announced to the other tabs; validated on receipt like every cross-tab message. */
+export interface LifeEnded {
+  v: 1;
+  userId: string;
+  sessionId: string;
+  life: string;
+}
+
+export function isLifeEnded(raw: unknown): raw is LifeEnded {
+  if (typeof raw !== 'object' || raw === null) return false;
+  const m = raw as Record<string, unknown>;
+  return m.v === 1 && typeof m.userId === 'string' && typeof m.sessionId === 'string' && typeof m.life === 'string';
+}
+
+/** Deletes a board's database; other tabs' connections close on versionchange, then the delete proceeds. */
+export function deleteDocDatabase(name: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const request = indexedDB.deleteDatabase(name);
+    request.onsuccess = () => resolve();
+    request.onerror = () => reject(request.error ?? new Error(`Could not delete ${name}`));
+    // Other tabs' connections close on versionchange (lib0 does that), after which the delete proceeds.
+    request.onblocked = () => undefined;
+  });
+}
