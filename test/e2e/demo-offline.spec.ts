@@ -15,7 +15,11 @@ test('after one visit the built demo reloads with the network off and shows its 
   await cdp.detach();
   await expect(page.getByTestId('sync-status')).toHaveText('Sync off (sign in to sync)');
   await send(page, 'todo: survive a train tunnel');
+  // The whole turn first (the request, the tool call, its result, the reply) and the board it wrote:
+  // a reload before the turn ends would interrupt it.
+  await expect(messages(page)).toHaveCount(4, { timeout: 15_000 });
   await expect(messages(page).last()).toHaveAttribute('data-status', 'complete', { timeout: 15_000 });
+  await expect(page.getByTestId('board')).toContainText('survive a train tunnel');
 
   await context.setOffline(true);
   // The network is really gone for the service worker too, so what follows comes from its cache.
