@@ -12,12 +12,15 @@ const ready = (page: Page) => page.waitForFunction(() => (window as unknown as {
 const transcript = (page: Page) => page.getByTestId('transcript').locator(':scope > li');
 
 async function say(page: Page, text: string, wait: 'complete' | 'streaming' = 'complete'): Promise<void> {
+  // A turn still running (a tool call between two replies) would swallow the message: Stop is on while it runs.
+  await expect(page.getByTestId('stop')).toBeDisabled({ timeout: 20_000 });
   const before = await transcript(page).count();
   await page.getByLabel('Message', { exact: true }).fill(text);
   await page.getByLabel('Message', { exact: true }).press('Enter');
   // The question and at least the start of the answer.
   await expect.poll(() => transcript(page).count(), { timeout: 20_000 }).toBeGreaterThanOrEqual(before + 2);
   await expect(transcript(page).last()).toHaveAttribute('data-status', wait, { timeout: 20_000 });
+  if (wait === 'complete') await expect(page.getByTestId('stop')).toBeDisabled({ timeout: 20_000 });
 }
 
 /** A page of the app's own origin holding two frames side by side: two tabs (or devices) in one picture. */
