@@ -36,6 +36,10 @@ const CLIENT_KEY = 'sync:clientId';
 /** Stays under the server's default body limit with room for the envelope. */
 const PUSH_BYTES = DEFAULT_SYNC_LIMITS.maxBodyBytes - 64 * 1024;
 const MAX_BACKOFF_MS = 60_000;
+/** The shortest poll interval httpSync accepts: faster would be a request storm, not a poll. */
+const MIN_POLL_MS = 100;
+/** The longest delay a timer honours (2^31 - 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 class HttpFailure extends Error {
   constructor(
@@ -59,6 +63,14 @@ export function httpSync(options: HttpSyncOptions): SyncAdapter {
   }
   if (typeof options.token !== 'string' && typeof options.token !== 'function') {
     throw new TabulaError('argument/invalid', 'httpSync({ token }) must be a JWT string or a function that returns one.');
+  }
+  if (options.fetch !== undefined && typeof options.fetch !== 'function') {
+    throw new TabulaError('argument/invalid', 'httpSync({ fetch }) must be a fetch function, or left out to use globalThis.fetch.');
+  }
+  const poll = options.pollIntervalMs;
+  // Timers treat NaN, negative and over-2^31 delays as ~0 ms: such an interval would poll without pause.
+  if (poll !== undefined && (typeof poll !== 'number' || !Number.isFinite(poll) || poll < MIN_POLL_MS || poll > MAX_TIMER_MS)) {
+    throw new TabulaError('argument/invalid', `httpSync({ pollIntervalMs }) must be a number of milliseconds from ${MIN_POLL_MS} to ${MAX_TIMER_MS}, got ${String(poll)}.`);
   }
   return { start: (host) => startEngine(host, options) };
 }

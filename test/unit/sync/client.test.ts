@@ -160,3 +160,34 @@ describe('httpSync', () => {
     await denied.close();
   });
 });
+
+describe('httpSync: wrong options', () => {
+  it('refuses each wrong option with argument/invalid naming it, before anything starts', () => {
+    const url = 'http://localhost:8787';
+    const token = 'jwt';
+    const wrong: [unknown, RegExp][] = [
+      [null, /url/],
+      [{ token }, /url/],
+      [{ url: 'ftp://x', token }, /url/],
+      [{ url }, /token/],
+      [{ url, token: 42 }, /token/],
+      [{ url, token, fetch: 'fetch' }, /fetch/],
+      [{ url, token, pollIntervalMs: Number.NaN }, /pollIntervalMs/],
+      [{ url, token, pollIntervalMs: -1 }, /pollIntervalMs/],
+      [{ url, token, pollIntervalMs: 0 }, /pollIntervalMs/],
+      [{ url, token, pollIntervalMs: 2 ** 31 }, /pollIntervalMs/],
+      [{ url, token, pollIntervalMs: '5000' }, /pollIntervalMs/],
+    ];
+    for (const [options, field] of wrong) {
+      let thrown: unknown;
+      try {
+        httpSync(options as Parameters<typeof httpSync>[0]);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, JSON.stringify(options)).toMatchObject({ code: 'argument/invalid' });
+      expect((thrown as Error).message).toMatch(field);
+    }
+    expect(httpSync({ url, token, pollIntervalMs: 100, fetch: globalThis.fetch })).toHaveProperty('start');
+  });
+});
