@@ -95,7 +95,7 @@ test('Stop aborts the request to the endpoint mid-stream and keeps what arrived'
     // Never finishes by itself: only the client's abort ends it.
     res.on('close', () => closed());
   });
-  await new Promise<void>((resolve) => server.listen(8791, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
     const { port } = server.address() as AddressInfo;
     await openDemo(page);
