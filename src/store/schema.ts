@@ -231,6 +231,11 @@ export function messageUpdatesKey(userId: string, sessionId: string, id: string)
 }
 
 /** Bounds of a compound index range over one session: [userId, sessionId, *]. */
+/** Every session row of a user, as a range of the sessions table's primary key. */
+export function userSessionRows(db: TabulaDb, userId: string): Promise<SessionRow[]> {
+  return db.sessions.where('[userId+sessionId]').between([userId, Dexie.minKey], [userId, Dexie.maxKey]).toArray();
+}
+
 export function sessionRange(userId: string, sessionId: string): [unknown[], unknown[]] {
   return [
     [userId, sessionId, Dexie.minKey],

@@ -6,11 +6,10 @@
  * apply them like any other ops, and an op that also reached the outbox
  * the usual way applies once.
  */
-import { Dexie } from 'dexie';
 import { subOrder } from '../core/hlc.js';
 import type { Op, OpBody, OpKind } from '../core/ops.js';
 import { newId } from './ids.js';
-import { sessionRange, sessionTables, type SessionRow, type TabulaDb } from './schema.js';
+import { sessionRange, sessionTables, userSessionRows, type SessionRow, type TabulaDb } from './schema.js';
 import { queueOutbox } from './writer.js';
 
 /** The meta key that marks a user's existing data as queued. */
@@ -20,7 +19,7 @@ const seededKey = (userId: string) => `sync:seeded:${userId}`;
 export function seedOutbox(db: TabulaDb, userId: string): Promise<void> {
   return db.transaction('rw', sessionTables(db), async () => {
     if (await db.meta.get(seededKey(userId))) return;
-    const sessions = await db.sessions.where('[userId+sessionId]').between([userId, Dexie.minKey], [userId, Dexie.maxKey]).toArray();
+    const sessions = await userSessionRows(db, userId);
     for (const row of sessions) await queueOutbox(db, await sessionOps(db, row));
     await db.meta.put({ key: seededKey(userId), value: true });
   });

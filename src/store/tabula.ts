@@ -15,7 +15,6 @@ import { lazyWorkerCounter } from './default-counter.js';
 import { createChangeFeed, type SessionChange } from './changes.js';
 import { createRunCoordinator } from './coordinator.js';
 import { platformLocks } from './locks.js';
-import { Dexie } from 'dexie';
 import { createBoardNotices, type BoardNotices } from './board-notices.js';
 import { seedOutbox } from './sync-seed.js';
 import type { SyncAdapter, SyncBoards, SyncEngine, SyncHandle } from './sync-host.js';
@@ -23,7 +22,7 @@ import { createRecovery } from './recovery.js';
 import { mapStorageError } from './errors.js';
 import { parseSessionExport, type SessionExport } from './export.js';
 import { newClientId } from './ids.js';
-import { createDb, checkRow, lifeOf } from './schema.js';
+import { createDb, checkRow, lifeOf, userSessionRows } from './schema.js';
 import { createHandleTracker, releaseBoth } from './handles.js';
 import { createSessionHandle, importInto, type Session } from './session.js';
 import type { SessionInfo, SessionOptions } from './types.js';
@@ -330,7 +329,7 @@ function syncBoards(store: StoreContext, userId: string, notices: BoardNotices):
   const { db, name } = store;
   return {
     async sessions() {
-      const rows = await db.sessions.where('[userId+sessionId]').between([userId, Dexie.minKey], [userId, Dexie.maxKey]).toArray();
+      const rows = await userSessionRows(db, userId);
       // Only boards with a database can hold something; where the browser cannot list databases, look at all.
       const listed = typeof indexedDB.databases === 'function' ? new Set((await indexedDB.databases()).map((info) => info.name)) : null;
       return rows.filter((row) => !listed || listed.has(blackboardDatabaseName(name, userId, row.sessionId, lifeOf(row)))).map((row) => row.sessionId);
