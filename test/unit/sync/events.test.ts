@@ -10,6 +10,7 @@ import type { SyncStatus } from '../../../src/sync/index.js';
 import { uniqueUser } from '../../server/helpers.js';
 import { uniqueName } from '../store/helpers.js';
 import { device, startServer, viaServer } from './helpers.js';
+import type { SyncServer } from '../../../src/server/index.js';
 
 /** Resolves with the first change `tabula` publishes that `matches`. */
 function nextChange(tabula: Tabula, matches: (change: SessionChange) => boolean): Promise<SessionChange> {
@@ -36,15 +37,22 @@ function statusWhere(tabula: Tabula, matches: (status: SyncStatus) => boolean): 
   });
 }
 
+/**
+ * Two tabs of one device (two Tabulas on one database name): the first leads (only the leader syncs
+ * by itself, so its first cycle finishing shows it leads), the second opens after it.
+ */
+async function twoTabs(server: SyncServer, userId: string): Promise<[Tabula, Tabula]> {
+  const name = uniqueName('device');
+  const leader = await device(server, userId, viaServer(server), name);
+  await statusWhere(leader, (status) => status.lastSyncedAt !== null);
+  return [leader, await device(server, userId, viaServer(server), name)];
+}
+
 describe('httpSync: events and tabs', () => {
   it('a write in a tab that does not lead reaches another device without flush(): the leader pushes, the server pokes', { timeout: 60_000 }, async () => {
     const server = startServer();
     const alice = uniqueUser('alice');
-    const name = uniqueName('device');
-    const leader = await device(server, alice, viaServer(server), name);
-    // Only the leader syncs by itself: its first cycle finishing shows it leads.
-    await statusWhere(leader, (status) => status.lastSyncedAt !== null);
-    const follower = await device(server, alice, viaServer(server), name);
+    const [leader, follower] = await twoTabs(server, alice);
     const other = await device(server, alice);
     await statusWhere(other, (status) => status.lastSyncedAt !== null);
 
@@ -72,10 +80,7 @@ describe('httpSync: events and tabs', () => {
   it('pending counts local writes while sync is paused, in the leader and in the other tabs', { timeout: 60_000 }, async () => {
     const server = startServer();
     const alice = uniqueUser('alice');
-    const name = uniqueName('device');
-    const leader = await device(server, alice, viaServer(server), name);
-    await statusWhere(leader, (status) => status.lastSyncedAt !== null);
-    const follower = await device(server, alice, viaServer(server), name);
+    const [leader, follower] = await twoTabs(server, alice);
     leader.sync?.pause();
     const chat = await follower.session('chat');
     await chat.append({ role: 'user', content: 'queued' });
@@ -92,10 +97,7 @@ describe('httpSync: events and tabs', () => {
   it('when the leader tab closes, another tab of the profile takes over', { timeout: 60_000 }, async () => {
     const server = startServer();
     const alice = uniqueUser('alice');
-    const name = uniqueName('device');
-    const first = await device(server, alice, viaServer(server), name);
-    await statusWhere(first, (status) => status.lastSyncedAt !== null);
-    const second = await device(server, alice, viaServer(server), name);
+    const [first, second] = await twoTabs(server, alice);
     const other = await device(server, alice);
     await statusWhere(other, (status) => status.lastSyncedAt !== null);
     await first.close();
