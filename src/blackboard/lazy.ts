@@ -18,7 +18,7 @@ import { TabulaError } from '../core/errors.js';
 import { cloneJson, type JsonValue } from '../core/json.js';
 import type { Blackboard, BlackboardChange } from './blackboard.js';
 import { checkEntries, checkFunction, checkKey, checkValue } from './checks.js';
-import { blackboardDatabaseName, deleteDocDatabase, livesChannelName, type LifeEnded } from './lives.js';
+import { blackboardDatabaseName, boardLivesOnDisk, deleteDocDatabase, livesChannelName, type LifeEnded } from './lives.js';
 import type { BoardLease, BoardRegistry, BoardRegistryOptions } from './registry.js';
 
 /** The module with Yjs in it; a test passes its own to hold the load back. */
@@ -254,18 +254,24 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
     };
   };
 
+  const destroy = async (userId: string, sessionId: string, life: string | undefined): Promise<void> => {
+    if (loading) return (await start()).destroy(userId, sessionId, life);
+    // No board was ever opened in this tab: tell the others and delete the database, without Yjs.
+    if (life === undefined) return;
+    if (typeof BroadcastChannel === 'function') {
+      const channel = new BroadcastChannel(livesChannelName(registryOptions.name));
+      channel.postMessage({ v: 1, userId, sessionId, life } satisfies LifeEnded);
+      channel.close();
+    }
+    await deleteDocDatabase(blackboardDatabaseName(registryOptions.name, userId, sessionId, life));
+  };
+
   return {
     acquire: (userId, sessionId) => (real ? real.acquire(userId, sessionId) : standIn(userId, sessionId)),
-    async destroy(userId, sessionId, life) {
-      if (loading) return (await start()).destroy(userId, sessionId, life);
-      // No board was ever opened in this tab: tell the others and delete the database, without Yjs.
-      if (life === undefined) return;
-      if (typeof BroadcastChannel === 'function') {
-        const channel = new BroadcastChannel(livesChannelName(registryOptions.name));
-        channel.postMessage({ v: 1, userId, sessionId, life } satisfies LifeEnded);
-        channel.close();
-      }
-      await deleteDocDatabase(blackboardDatabaseName(registryOptions.name, userId, sessionId, life));
+    destroy,
+    async prune(userId, sessionId, keep) {
+      if (loading) return (await start()).prune(userId, sessionId, keep);
+      for (const life of await boardLivesOnDisk(registryOptions.name, userId, sessionId)) if (life !== keep) await destroy(userId, sessionId, life);
     },
     async close() {
       if (!loading) return;

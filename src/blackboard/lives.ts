@@ -20,6 +20,27 @@ export function blackboardDatabaseName(name: string, userId: string, sessionId: 
   return parts.map(encodeURIComponent).join(':') + ':blackboard';
 }
 
+/**
+ * The lives of a session's board that have a database in this browser
+ * (`indexedDB.databases()`; none where a browser lacks it). A delete that
+ * arrived from another device names no life of this replica, so the
+ * databases themselves say which lives are left to remove.
+ */
+export async function boardLivesOnDisk(name: string, userId: string, sessionId: string): Promise<string[]> {
+  if (typeof indexedDB === 'undefined' || typeof indexedDB.databases !== 'function') return [];
+  const first = blackboardDatabaseName(name, userId, sessionId);
+  const prefix = first.slice(0, -'blackboard'.length);
+  const lives: string[] = [];
+  for (const { name: database } of await indexedDB.databases()) {
+    if (database === first) lives.push('');
+    else if (database?.startsWith(prefix) && database.endsWith(':blackboard')) {
+      const life = database.slice(prefix.length, -':blackboard'.length);
+      if (life !== '' && !life.includes(':')) lives.push(decodeURIComponent(life));
+    }
+  }
+  return lives.sort();
+}
+
 /** The BroadcastChannel on which a Tabula database's tabs announce the end of a board's life. */
 export function livesChannelName(name: string): string {
   return `tabula:${name}:blackboard-lives`;

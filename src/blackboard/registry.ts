@@ -15,7 +15,7 @@
 import * as Y from 'yjs';
 import { TabulaError } from '../core/errors.js';
 import { createBlackboard, type Blackboard } from './blackboard.js';
-import { blackboardDatabaseName, deleteDocDatabase, isLifeEnded, livesChannelName, REMOTE_ORIGIN, type LifeEnded } from './lives.js';
+import { blackboardDatabaseName, boardLivesOnDisk, deleteDocDatabase, isLifeEnded, livesChannelName, REMOTE_ORIGIN, type LifeEnded } from './lives.js';
 import { persistDoc, type DocPersistence } from './persistence.js';
 import { TabSyncProvider, broadcastTransport, type TabTransport } from './tab-provider.js';
 
@@ -35,6 +35,13 @@ export interface BoardRegistry {
    * session did not exist) nothing is open to close.
    */
   destroy(userId: string, sessionId: string, life: string | undefined): Promise<void>;
+  /**
+   * Ends every life of the session's board but `keep` (its current life,
+   * undefined when the session is gone), as {@link destroy} would: for a
+   * delete that came from another device, which names no life of this
+   * replica.
+   */
+  prune(userId: string, sessionId: string, keep: string | undefined): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -202,6 +209,12 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
     }
   };
 
+  const destroy = async (userId: string, sessionId: string, life: string | undefined) => {
+    if (life === undefined) return;
+    await endLife(userId, sessionId, life, true);
+    await deleteDocDatabase(blackboardDatabaseName(options.name, userId, sessionId, life));
+  };
+
   if (lives) {
     lives.onmessage = (event: MessageEvent<unknown>) => {
       if (!isLifeEnded(event.data)) {
@@ -264,10 +277,13 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
         },
       };
     },
-    async destroy(userId, sessionId, life) {
-      if (life === undefined) return;
-      await endLife(userId, sessionId, life, true);
-      await deleteDocDatabase(blackboardDatabaseName(options.name, userId, sessionId, life));
+    destroy,
+    async prune(userId, sessionId, keep) {
+      const lives = new Set(await boardLivesOnDisk(options.name, userId, sessionId));
+      // A board this tab opened may not have reached the disk yet.
+      const open = entries.get(key(userId, sessionId))?.life;
+      if (open !== undefined) lives.add(open);
+      for (const life of [...lives].sort()) if (life !== keep) await destroy(userId, sessionId, life);
     },
     async close() {
       lives?.close();

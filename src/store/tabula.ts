@@ -147,7 +147,10 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       onError,
       isLocalOrder: async (order) => (await db.meta.get(`${LOCAL_CLOCK_PREFIX}${parseHlc(hlcOf(order)).clientId}`)) !== undefined,
       publish: (changes) => {
-        for (const change of changes) store.feed.publish(change, 'remote');
+        for (const change of changes) {
+          store.feed.publish(change, 'remote');
+          if (change.kinds.includes('session.delete')) pruneBoards(store, change.userId, change.sessionId);
+        }
       },
       boards: syncBoards(store, defaultUserId, boardNotices as BoardNotices),
     });
@@ -322,6 +325,21 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       db.close();
     },
   };
+}
+
+/**
+ * A session deleted on another device: its board closes in every tab here
+ * and its database goes, as a local delete's does. The delete named no life
+ * of this replica, so every life but the current one (the session may have
+ * been created again in the same pull) ends. close() waits for it.
+ */
+function pruneBoards(store: StoreContext, userId: string, sessionId: string): void {
+  const pruning: Promise<void> = store.db.sessions
+    .get([userId, sessionId])
+    .then((row) => store.boards.prune(userId, sessionId, row && lifeOf(row)))
+    .catch((error: unknown) => store.onError(mapStorageError(error, `delete the blackboard of session "${sessionId}", deleted on another device`)))
+    .finally(() => store.background.delete(pruning));
+  store.background.add(pruning);
 }
 
 /** The sync engine's access to the user's blackboards (see {@link SyncBoards}). */

@@ -6,12 +6,18 @@
  * queued row survives a restart, and a bad board update from the server
  * changes nothing.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { BlackboardChange } from '../../../src/index.js';
 import { createDb } from '../../../src/store/schema.js';
 import { uniqueUser } from '../../server/helpers.js';
-import { freshTabula } from '../store/helpers.js';
+import { freshTabula, uniqueName } from '../store/helpers.js';
 import { device, startServer, viaServer } from './helpers.js';
+
+/** The names of the board databases this browser holds for database `name`. */
+async function boardDatabases(name: string): Promise<string[]> {
+  const all = await indexedDB.databases();
+  return all.map((db) => db.name ?? '').filter((db) => db.startsWith(`${encodeURIComponent(name)}:`) && db.endsWith(':blackboard'));
+}
 
 /** Outbox rows of a device that hold a board update. */
 async function queuedBoards(name: string): Promise<number> {
@@ -138,5 +144,83 @@ describe('httpSync: blackboards', () => {
     db.close();
     await writer.close();
     await reader.close();
+  });
+
+  describe('a session deleted on another device', () => {
+    it('closes its board in every tab here (writes fail with session/not-found), deletes its database, and a re-created session starts empty', { timeout: 60_000 }, async () => {
+      const server = startServer();
+      const alice = uniqueUser('alice');
+      const one = await device(server, alice);
+      const written = (await one.session('chat')).blackboard;
+      await written.whenLoaded;
+      written.set('secret', 'of the old life');
+      await written.flushed();
+      await one.sync?.flush();
+
+      // Device two: a leading tab and a second tab, both with the board open.
+      const name = uniqueName('device');
+      const leader = await device(server, alice, viaServer(server), name);
+      await leader.sync?.flush();
+      const tab = await device(server, alice, viaServer(server), name);
+      const boards = [(await leader.session('chat')).blackboard, (await tab.session('chat')).blackboard];
+      for (const board of boards) {
+        await board.whenLoaded;
+        await vi.waitFor(() => expect(board.get('secret')).toBe('of the old life'));
+      }
+      expect(await boardDatabases(name)).toHaveLength(1);
+
+      await one.deleteSession('chat');
+      await one.sync?.flush();
+      await leader.sync?.flush();
+      for (const board of boards) {
+        await vi.waitFor(() => expect(() => board.set('late', 'write')).toThrow(expect.objectContaining({ code: 'session/not-found' })), { timeout: 30_000 });
+      }
+      await vi.waitFor(async () => expect(await boardDatabases(name)).toEqual([]), { timeout: 30_000 });
+
+      // Created again on device one: device two's board of it holds only the new life.
+      const again = (await one.session('chat')).blackboard;
+      await again.whenLoaded;
+      again.set('fresh', true);
+      await again.flushed();
+      await one.sync?.flush();
+      await leader.sync?.flush();
+      const reborn = (await leader.session('chat')).blackboard;
+      await reborn.whenLoaded;
+      expect(reborn.toJSON()).toEqual({ fresh: true });
+      expect(leader.reported).toEqual([]);
+      await one.close();
+      await leader.close();
+      await tab.close();
+    });
+
+    it('deletes the board database of a device that has not loaded the board code since (no Yjs needed)', { timeout: 60_000 }, async () => {
+      const server = startServer();
+      const alice = uniqueUser('alice');
+      const one = await device(server, alice);
+      const written = (await one.session('chat')).blackboard;
+      await written.whenLoaded;
+      written.set('secret', 'of the old life');
+      await written.flushed();
+      await one.sync?.flush();
+
+      const name = uniqueName('device');
+      const before = await device(server, alice, viaServer(server), name);
+      await before.sync?.flush();
+      const board = (await before.session('chat')).blackboard;
+      await board.whenLoaded;
+      await vi.waitFor(() => expect(board.get('secret')).toBe('of the old life'));
+      await before.close();
+      expect(await boardDatabases(name)).toHaveLength(1);
+
+      await one.deleteSession('chat');
+      await one.sync?.flush();
+      // Opened again (a reload): the first pull brings the delete; no board is opened here.
+      const after = await device(server, alice, viaServer(server), name);
+      await after.sync?.flush();
+      await vi.waitFor(async () => expect(await boardDatabases(name)).toEqual([]), { timeout: 30_000 });
+      expect(await after.sessions()).toEqual([]);
+      await one.close();
+      await after.close();
+    });
   });
 });
