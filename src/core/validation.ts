@@ -23,5 +23,6 @@ const englishMessages: z.core.ParseContext<z.core.$ZodIssue> = { error: /* @__PU
  * issues with English messages (`expected string, received number`).
  */
 export function safeParse<T extends z.core.$ZodType>(schema: T, value: unknown): z.core.util.SafeParseResult<z.output<T>> {
+  // eslint-disable-next-line no-restricted-syntax -- the one parse that supplies the messages
   return z.safeParse(schema, value, englishMessages);
 }
