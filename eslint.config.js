@@ -39,16 +39,27 @@ export default tseslint.config(
     },
   },
   {
-    // `import { z } from 'zod'` makes esbuild and webpack bundle every zod locale and the JSON Schema
-    // code (tabula-sdk/core: 97 KB gzip with it, 29 KB without); the namespace import lets them tree-shake.
+    // Tabula's schemas are zod/mini: one value import of classic zod anywhere puts all of its chainable
+    // schema classes in every bundle (tabula-sdk/core: 29.9 KB gzip on classic, 12.5 on zod/mini), and
+    // `import { z }` defeats tree-shaking. zod/mini has no messages of its own, so every parse goes
+    // through core/validation.ts, which supplies them. Type-only imports of classic zod stay allowed
+    // (the public `contextSchema` option takes the app's classic schema).
     files: ['src/**/*.ts'],
     rules: {
       'no-restricted-syntax': [
         'error',
         privateFieldRule,
         {
-          selector: "ImportDeclaration[source.value='zod'][importKind='value'] > ImportSpecifier[imported.name='z'][importKind='value']",
-          message: "Use `import * as z from 'zod'`: `import { z }` bundles all of zod (see scripts/check-size.mjs).",
+          selector: "ImportDeclaration[source.value=/^zod(\\/v4)?(\\/classic)?$/][importKind='value']",
+          message: "Use `import * as z from 'zod/mini'`: a value import of classic zod bundles all of it (see scripts/check-size.mjs).",
+        },
+        {
+          selector: "ImportDeclaration[source.value=/^zod\\//] > ImportSpecifier[imported.name='z']",
+          message: "Use `import * as z from 'zod/mini'`: `import { z }` bundles all of zod (see scripts/check-size.mjs).",
+        },
+        {
+          selector: "CallExpression[callee.property.name=/^(safeParse|parse|safeParseAsync|parseAsync)$/]:not([callee.object.name='JSON'])",
+          message: "Validate with safeParse(schema, value) from src/core/validation.ts: zod/mini alone words every issue as 'Invalid input'.",
         },
       ],
     },

@@ -14,8 +14,9 @@ import * as decoding from 'lib0/decoding';
 import * as encoding from 'lib0/encoding';
 import * as syncProtocol from 'y-protocols/sync';
 import * as Y from 'yjs';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { TabulaError, describeIssues } from '../core/errors.js';
+import { safeParse } from '../core/validation.js';
 import { checkBlackboardUpdate } from './validate.js';
 
 /** A frame between tabs. `to` is null for a broadcast. */
@@ -36,8 +37,8 @@ export interface TabTransport {
 
 const FrameSchema = z.strictObject({
   v: z.literal(1),
-  from: z.string().min(1),
-  to: z.string().min(1).nullable(),
+  from: z.string().check(z.minLength(1)),
+  to: z.nullable(z.string().check(z.minLength(1))),
   data: z.instanceof(Uint8Array),
 });
 
@@ -111,7 +112,7 @@ export class TabSyncProvider {
 
   #receive(raw: unknown): void {
     if (this.#closed) return;
-    const parsed = FrameSchema.safeParse(raw);
+    const parsed = safeParse(FrameSchema, raw);
     if (!parsed.success) return this.#reject(describeIssues(parsed.error.issues));
     const frame = parsed.data;
     if (frame.from === this.#peerId || (frame.to !== null && frame.to !== this.#peerId)) return;

@@ -7,7 +7,7 @@
  * must name the exact path of a bad value (a `Date`, `NaN`, a cycle) and it
  * runs on every write; it is wrapped as a zod schema for the boundaries.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { TabulaError, formatPath, type ValidationIssue } from './errors.js';
 
 /** A value that survives `JSON.stringify` / `JSON.parse` unchanged. */
@@ -142,10 +142,12 @@ export function isJsonValue(value: unknown): value is JsonValue {
 }
 
 /** The zod schema for {@link JsonValue}; its issues carry the exact path of the bad value. */
-export const JsonValueSchema: z.ZodType<JsonValue> = z.custom<JsonValue>().superRefine((value, ctx) => {
-  const problem = findJsonProblem(value);
-  if (problem) ctx.addIssue({ code: 'custom', path: [...problem.path], message: problem.message });
-});
+export const JsonValueSchema: z.ZodMiniType<JsonValue> = z.custom<JsonValue>().check(
+  z.superRefine((value, ctx) => {
+    const problem = findJsonProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', path: [...problem.path], message: problem.message });
+  }),
+);
 
 /**
  * Returns `value` typed as JSON, or throws `schema/invalid` saying which

@@ -6,9 +6,10 @@
  * can share the same objects without copying. This module does not know
  * about order keys or storage status; the store adds those.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { TabulaError, describeIssues } from './errors.js';
 import { deepFreeze } from './json.js';
+import { safeParse } from './validation.js';
 
 /** Who speaks a message. */
 export type Role = 'system' | 'user' | 'assistant' | 'tool';
@@ -35,17 +36,17 @@ export interface Message {
 }
 
 const ToolCallSchema = z.strictObject({
-  id: z.string().min(1, 'a tool call needs a non-empty id'),
+  id: z.string().check(z.minLength(1, 'a tool call needs a non-empty id')),
   type: z.literal('function'),
   function: z.strictObject({
-    name: z.string().min(1, 'a tool call needs a function name'),
+    name: z.string().check(z.minLength(1, 'a tool call needs a function name')),
     arguments: z.string(),
   }),
 });
 
 const ContentPartSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('text'), text: z.string() }),
-  z.strictObject({ type: z.literal('image_url'), image_url: z.strictObject({ url: z.string().min(1) }) }),
+  z.strictObject({ type: z.literal('image_url'), image_url: z.strictObject({ url: z.string().check(z.minLength(1)) }) }),
 ]);
 
 /**
@@ -55,32 +56,34 @@ const ContentPartSchema = z.discriminatedUnion('type', [
  * message names the call it answers, only an assistant makes tool calls, and
  * `content` may be null only on an assistant message that makes tool calls.
  */
-export const MessageSchema: z.ZodType<Message> = z
+export const MessageSchema: z.ZodMiniType<Message> = z
   .strictObject({
     role: z.enum(['system', 'user', 'assistant', 'tool']),
     content: z.union([z.string(), z.array(ContentPartSchema), z.null()]),
-    name: z.string().min(1, 'name, when present, must not be empty').optional(),
-    tool_calls: z.array(ToolCallSchema).optional(),
-    tool_call_id: z.string().min(1).optional(),
+    name: z.optional(z.string().check(z.minLength(1, 'name, when present, must not be empty'))),
+    tool_calls: z.optional(z.array(ToolCallSchema)),
+    tool_call_id: z.optional(z.string().check(z.minLength(1))),
   })
-  .superRefine((message, ctx) => {
-    if (message.role === 'tool' && message.tool_call_id === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'a tool message must name the call it answers' });
-    }
-    if (message.role !== 'tool' && message.tool_call_id !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'only a tool message answers a call' });
-    }
-    if (message.tool_calls !== undefined && message.role !== 'assistant') {
-      ctx.addIssue({ code: 'custom', path: ['tool_calls'], message: 'only an assistant message makes tool calls' });
-    }
-    if (message.content === null && !(message.role === 'assistant' && message.tool_calls?.length)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['content'],
-        message: 'content may be null only on an assistant message with tool_calls; use "" for an empty message',
-      });
-    }
-  });
+  .check(
+    z.superRefine((message, ctx) => {
+      if (message.role === 'tool' && message.tool_call_id === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'a tool message must name the call it answers' });
+      }
+      if (message.role !== 'tool' && message.tool_call_id !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'only a tool message answers a call' });
+      }
+      if (message.tool_calls !== undefined && message.role !== 'assistant') {
+        ctx.addIssue({ code: 'custom', path: ['tool_calls'], message: 'only an assistant message makes tool calls' });
+      }
+      if (message.content === null && !(message.role === 'assistant' && message.tool_calls?.length)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['content'],
+          message: 'content may be null only on an assistant message with tool_calls; use "" for an empty message',
+        });
+      }
+    }),
+  );
 
 const STORAGE_FIELDS = ['id', 'order', 'status', 'createdAt'] as const;
 
@@ -114,7 +117,7 @@ function withoutStorageFields(value: unknown): unknown {
  * field; `issues` holds zod's issues untouched.
  */
 export function parseMessage(value: unknown, where = 'message'): Message {
-  const result = MessageSchema.safeParse(withoutStorageFields(value));
+  const result = safeParse(MessageSchema, withoutStorageFields(value));
   if (!result.success) {
     const issues = result.error.issues;
     throw new TabulaError(

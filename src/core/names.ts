@@ -6,7 +6,7 @@
  *
  * It does not check ids that Tabula generates itself.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { TabulaError } from './errors.js';
 
 /** The longest user id or session id, in UTF-16 code units. */
@@ -41,9 +41,11 @@ export function checkName(value: unknown, what: string, max = ID_MAX_LENGTH): st
 }
 
 /** The zod schema of a name of at most `max` code units (for imports and wire data). */
-export function nameSchema(max = ID_MAX_LENGTH): z.ZodType<string> {
-  return z.string().superRefine((value, ctx) => {
-    const problem = findNameProblem(value, max);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  });
+export function nameSchema(max = ID_MAX_LENGTH): z.ZodMiniType<string> {
+  return z.string().check(
+    z.superRefine((value, ctx) => {
+      const problem = findNameProblem(value, max);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+  );
 }

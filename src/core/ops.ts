@@ -8,22 +8,23 @@
  * This module owns the op shapes and their zod schemas, shared by the
  * browser store, the sync client and the server. It does not apply ops.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { TabulaError, describeIssues } from './errors.js';
 import { ORDER_KEY } from './hlc.js';
 import { ID_MAX_LENGTH, nameSchema } from './names.js';
 import { JsonValueSchema, type JsonValue } from './json.js';
 import { MessageSchema } from './message.js';
+import { safeParse } from './validation.js';
 
 /** A stored row's order key (an op's order, or one with a `#index` suffix). */
-export const OrderKeySchema = z.string().regex(ORDER_KEY, 'expected an order key');
-const IdSchema = z.string().min(1).max(128);
+export const OrderKeySchema = z.string().check(z.regex(ORDER_KEY, 'expected an order key'));
+const IdSchema = z.string().check(z.minLength(1), z.maxLength(128));
 
 /** The persisted form of a PrefixContext. */
 export const PrefixDataSchema = z.strictObject({
   systemPrompt: z.string(),
   grounding: z.array(MessageSchema),
-  schemaBlock: z.string().nullable(),
+  schemaBlock: z.nullable(z.string()),
 });
 export type PrefixData = z.infer<typeof PrefixDataSchema>;
 
@@ -33,7 +34,7 @@ export type MessageStatus = z.infer<typeof MessageStatusSchema>;
 
 /** The state fields of a session that `save()` writes. */
 export const StateFieldsSchema = z.strictObject({
-  summary: z.string().nullable(),
+  summary: z.nullable(z.string()),
   tasks: JsonValueSchema,
   plan: JsonValueSchema,
   permissions: JsonValueSchema,
@@ -56,7 +57,7 @@ export interface StateFields {
   context: Record<string, JsonValue>;
 }
 /** A partial update of the state fields. */
-export const StatePatchSchema = StateFieldsSchema.partial();
+export const StatePatchSchema = z.partial(StateFieldsSchema);
 export type StatePatch = Partial<StateFields>;
 
 /** The values of a new session's state fields. */
@@ -75,7 +76,7 @@ export const CheckpointSnapshotSchema = z.strictObject({
 export type CheckpointSnapshot = z.infer<typeof CheckpointSnapshotSchema>;
 
 const bodies = {
-  'session.create': z.strictObject({ createdAt: z.number(), forkOf: z.strictObject({ sessionId: z.string(), userId: z.string() }).nullable() }),
+  'session.create': z.strictObject({ createdAt: z.number(), forkOf: z.nullable(z.strictObject({ sessionId: z.string(), userId: z.string() })) }),
   'session.delete': z.strictObject({}),
   'session.clear': z.strictObject({}),
   'message.append': z.strictObject({ id: IdSchema, createdAt: z.number(), status: MessageStatusSchema, message: MessageSchema }),
@@ -85,20 +86,20 @@ const bodies = {
     id: IdSchema,
     status: MessageStatusSchema,
     message: MessageSchema,
-    order: OrderKeySchema.optional(),
-    createdAt: z.number().optional(),
+    order: z.optional(OrderKeySchema),
+    createdAt: z.optional(z.number()),
   }),
   'prefix.set': z.strictObject({ prefix: PrefixDataSchema }),
-  'state.save': z.strictObject({ version: z.number().int().positive(), patch: StatePatchSchema }),
-  'journal.append': z.strictObject({ entries: z.array(JsonValueSchema).min(1) }),
+  'state.save': z.strictObject({ version: z.number().check(z.int(), z.positive()), patch: StatePatchSchema }),
+  'journal.append': z.strictObject({ entries: z.array(JsonValueSchema).check(z.minLength(1)) }),
   // `through` names the order key of the last entry the commit covers, so every replica commits the
   // same entries whatever arrives when; commits without it (older data) count entries instead.
-  'journal.commit': z.strictObject({ watermark: z.number().int().nonnegative(), through: z.string().max(128).optional() }),
-  'note.add': z.strictObject({ text: z.string().max(500), runId: z.string().nullable(), scope: z.string().nullable(), at: z.number() }),
-  'memory.set': z.strictObject({ scope: z.string().min(1), key: z.string().min(1).max(128), value: JsonValueSchema }),
-  'memory.delete': z.strictObject({ scope: z.string().min(1), key: z.string().min(1).max(128) }),
-  'checkpoint.create': z.strictObject({ id: IdSchema, label: z.string().nullable(), at: z.number(), snapshot: CheckpointSnapshotSchema }),
-  'checkpoint.restore': z.strictObject({ id: IdSchema, version: z.number().int().positive() }),
+  'journal.commit': z.strictObject({ watermark: z.number().check(z.int(), z.nonnegative()), through: z.optional(z.string().check(z.maxLength(128))) }),
+  'note.add': z.strictObject({ text: z.string().check(z.maxLength(500)), runId: z.nullable(z.string()), scope: z.nullable(z.string()), at: z.number() }),
+  'memory.set': z.strictObject({ scope: z.string().check(z.minLength(1)), key: z.string().check(z.minLength(1), z.maxLength(128)), value: JsonValueSchema }),
+  'memory.delete': z.strictObject({ scope: z.string().check(z.minLength(1)), key: z.string().check(z.minLength(1), z.maxLength(128)) }),
+  'checkpoint.create': z.strictObject({ id: IdSchema, label: z.nullable(z.string()), at: z.number(), snapshot: CheckpointSnapshotSchema }),
+  'checkpoint.restore': z.strictObject({ id: IdSchema, version: z.number().check(z.int(), z.positive()) }),
   // Removes one message for good: a tombstone keeps a replayed or late append of that id from bringing it back.
   'message.remove': z.strictObject({ id: IdSchema }),
 } as const;
@@ -126,11 +127,11 @@ const opVariants = (Object.keys(bodies) as OpKind[]).map((kind) =>
 );
 
 /** The zod schema of an {@link Op}. */
-export const OpSchema = z.discriminatedUnion('kind', opVariants as [(typeof opVariants)[number], ...typeof opVariants]) as unknown as z.ZodType<Op>;
+export const OpSchema = z.discriminatedUnion('kind', opVariants as [(typeof opVariants)[number], ...typeof opVariants]) as unknown as z.ZodMiniType<Op>;
 
 /** Validates an op from elsewhere (a tab, the server); throws `schema/invalid` naming the field. */
 export function parseOp(value: unknown, where = 'op'): Op {
-  const result = OpSchema.safeParse(value);
+  const result = safeParse(OpSchema, value);
   if (!result.success) {
     throw new TabulaError('schema/invalid', `${where} is not a valid op: ${describeIssues(result.error.issues)}.`, {
       issues: result.error.issues,

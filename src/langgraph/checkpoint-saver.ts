@@ -28,7 +28,8 @@ import {
   type PendingWrite,
   type SerializerProtocol,
 } from '@langchain/langgraph-checkpoint';
-import type { z } from 'zod';
+import type * as z from 'zod/mini';
+import { safeParse } from '../core/validation.js';
 import { TabulaError, describeIssues, type MemoryTransaction, type Session, type Tabula } from '../index.js';
 import {
   BlobRecordSchema,
@@ -70,8 +71,8 @@ function requireString(value: unknown, field: string, what: string): string {
   return value;
 }
 
-function parseRecord<T>(schema: z.ZodType<T>, value: unknown, key: string, scope: string): T {
-  const result = schema.safeParse(value);
+function parseRecord<T>(schema: z.ZodMiniType<T>, value: unknown, key: string, scope: string): T {
+  const result = safeParse(schema, value);
   if (!result.success) {
     throw new TabulaError(
       'schema/invalid',

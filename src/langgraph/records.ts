@@ -11,7 +11,7 @@
  * Long or free-form parts (namespaces, channel names, versions) are hashed to stay under
  * the 128-character key limit; every record also carries its parts in full.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { shortHash } from '../index.js';
 
 /** A serialized value: `serde.dumpsTyped` output, as JSON (text kept as text, bytes as base64). */
@@ -25,7 +25,7 @@ export const CheckpointRecordSchema = z.strictObject({
   threadId: z.string(),
   ns: z.string(),
   id: z.string(),
-  parentId: z.string().nullable(),
+  parentId: z.nullable(z.string()),
   checkpoint: SerializedSchema,
   metadata: SerializedSchema,
 });
@@ -41,7 +41,7 @@ export type CheckpointRecord = {
 export const WriteRecordSchema = z.strictObject({
   taskId: z.string(),
   channel: z.string(),
-  idx: z.number().int(),
+  idx: z.number().check(z.int()),
   taskPath: z.string(),
   value: SerializedSchema,
 });

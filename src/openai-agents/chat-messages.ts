@@ -6,6 +6,7 @@
  * out. Pure. `TabulaAgentsSession` keeps this view in `session.messages()`.
  */
 import type { AgentInputItem } from '@openai/agents-core';
+import { safeParse } from '../core/validation.js';
 import { MessageSchema, deepFreeze, type ContentPart, type Message } from '../index.js';
 
 type Loose = Record<string, unknown>;
@@ -66,7 +67,7 @@ export function toChatGroups(items: readonly AgentInputItem[]): ChatGroup[] {
   });
   // An item too malformed for a chat message (a call without a callId or name) has no chat equivalent.
   return out.flatMap((group) => {
-    const parsed = MessageSchema.safeParse(group.message);
+    const parsed = safeParse(MessageSchema, group.message);
     return parsed.success ? [{ start: group.start, message: deepFreeze(parsed.data) }] : [];
   });
 }

@@ -8,9 +8,10 @@
  * *that* something changed and which kinds of op did it; readers re-read
  * IndexedDB, which is the source of truth.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { TabulaError, describeIssues } from '../core/errors.js';
 import { StateFieldsSchema, type OpKind, type StateFields } from '../core/ops.js';
+import { safeParse } from '../core/validation.js';
 
 /** Where a change came from. */
 export type ChangeOrigin = 'local' | 'tab' | 'remote';
@@ -44,7 +45,7 @@ const WireChangeSchema = z.strictObject({
   sessionId: z.string(),
   kinds: z.array(z.string()),
   fromRemote: z.boolean(),
-  conflict: z.strictObject({ version: z.number(), local: StateFieldsSchema, remote: StateFieldsSchema }).optional(),
+  conflict: z.optional(z.strictObject({ version: z.number(), local: StateFieldsSchema, remote: StateFieldsSchema })),
 });
 
 type Listener = (change: SessionChange) => void;
@@ -79,7 +80,7 @@ export function createChangeFeed(name: string, onError: (error: TabulaError) => 
 
   if (channel) {
     channel.onmessage = (event: MessageEvent<unknown>) => {
-      const parsed = WireChangeSchema.safeParse(event.data);
+      const parsed = safeParse(WireChangeSchema, event.data);
       if (!parsed.success) {
         onError(
           new TabulaError('schema/invalid', `Ignored a malformed change message from another tab: ${describeIssues(parsed.error.issues)}.`, {

@@ -10,6 +10,8 @@ import type { JsonValue } from '../core/json.js';
  */
 export function checkContextSchema(schema: z.ZodObject | undefined, context: Record<string, JsonValue>, what: string, consequence = ''): void {
   if (!schema) return;
+  // The app's own (classic zod) schema: its messages follow the app's zod configuration, not Tabula's.
+  // eslint-disable-next-line no-restricted-syntax
   const result = schema.safeParse(context);
   if (result.success) return;
   const issues = result.error.issues.map((issue) => ({ ...issue, path: ['context', ...issue.path] }));

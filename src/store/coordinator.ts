@@ -5,8 +5,9 @@
  * BroadcastChannel. Interrupts are runtime-only: nothing is stored, so an
  * interrupt sent to an idle session affects nothing later.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { TabulaError, describeIssues } from '../core/errors.js';
+import { safeParse } from '../core/validation.js';
 import { newId } from './ids.js';
 import type { Locks } from './locks.js';
 
@@ -14,7 +15,7 @@ import type { Locks } from './locks.js';
 const INTERRUPT_ACK_TIMEOUT_MS = 1000;
 
 const WireSchema = z.discriminatedUnion('type', [
-  z.strictObject({ v: z.literal(1), type: z.literal('interrupt'), id: z.string(), userId: z.string(), sessionId: z.string(), reason: z.string().nullable() }),
+  z.strictObject({ v: z.literal(1), type: z.literal('interrupt'), id: z.string(), userId: z.string(), sessionId: z.string(), reason: z.nullable(z.string()) }),
   z.strictObject({ v: z.literal(1), type: z.literal('ack'), id: z.string() }),
 ]);
 
@@ -41,7 +42,7 @@ export function createRunCoordinator(name: string, locks: Locks, onError: (error
 
   if (channel) {
     channel.onmessage = (event: MessageEvent<unknown>) => {
-      const parsed = WireSchema.safeParse(event.data);
+      const parsed = safeParse(WireSchema, event.data);
       if (!parsed.success) {
         onError(new TabulaError('schema/invalid', `Ignored a malformed run message from another tab: ${describeIssues(parsed.error.issues)}.`, { issues: parsed.error.issues }));
         return;

@@ -3,11 +3,12 @@
  * schema, so a file written today can be validated and imported later, in
  * another browser or on the server.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { TabulaError, describeIssues, formatPath } from '../core/errors.js';
 import { JsonValueSchema, findJsonProblem, findKeyProblem, structuralEqual } from '../core/json.js';
 import { ID_MAX_LENGTH, KEY_MAX_LENGTH, nameSchema } from '../core/names.js';
 import { MessageSchema } from '../core/message.js';
+import { safeParse } from '../core/validation.js';
 import { MessageStatusSchema, OrderKeySchema, PrefixDataSchema, StateFieldsSchema, emptyStateFields } from '../core/ops.js';
 import { findNoteProblem } from './note-text.js';
 
@@ -24,28 +25,30 @@ export const SessionExportSchema = z
     sessionId: IdName,
     createdAt: z.number(),
     updatedAt: z.number(),
-    version: z.number().int().nonnegative(),
-    forkOf: z.strictObject({ userId: IdName, sessionId: IdName }).nullable(),
+    version: z.number().check(z.int(), z.nonnegative()),
+    forkOf: z.nullable(z.strictObject({ userId: IdName, sessionId: IdName })),
     prefix: PrefixDataSchema,
     state: StateFieldsSchema,
     messages: z.array(
       z.strictObject({
-        id: z.string().min(1).max(128),
+        id: z.string().check(z.minLength(1), z.maxLength(128)),
         order: OrderKeySchema,
         createdAt: z.number(),
         status: MessageStatusSchema,
         message: MessageSchema,
       }),
     ),
-    journal: z.strictObject({ entries: z.array(JsonValueSchema), watermark: z.number().int().nonnegative() }),
+    journal: z.strictObject({ entries: z.array(JsonValueSchema), watermark: z.number().check(z.int(), z.nonnegative()) }),
     notes: z.array(
       z.strictObject({
-        text: z.string().superRefine((text, ctx) => {
-          const problem = findNoteProblem(text);
-          if (problem) ctx.addIssue({ code: 'custom', message: problem });
-        }),
-        runId: KeyName.nullable(),
-        scope: KeyName.nullable(),
+        text: z.string().check(
+          z.superRefine((text, ctx) => {
+            const problem = findNoteProblem(text);
+            if (problem) ctx.addIssue({ code: 'custom', message: problem });
+          }),
+        ),
+        runId: z.nullable(KeyName),
+        scope: z.nullable(KeyName),
         at: z.number(),
       }),
     ),
@@ -53,15 +56,17 @@ export const SessionExportSchema = z
       z.strictObject({
         scope: KeyName,
         key: KeyName,
-        value: JsonValueSchema.superRefine((value, ctx) => {
-          if (value === null) ctx.addIssue({ code: 'custom', message: 'a memory value cannot be null (memory.set refuses it; leave the key out)' });
-        }),
+        value: JsonValueSchema.check(
+          z.superRefine((value, ctx) => {
+            if (value === null) ctx.addIssue({ code: 'custom', message: 'a memory value cannot be null (memory.set refuses it; leave the key out)' });
+          }),
+        ),
       }),
     ),
     /** The blackboard's content (absent in exports that had none). */
-    blackboard: z.record(z.string(), JsonValueSchema).optional(),
+    blackboard: z.optional(z.record(z.string(), JsonValueSchema)),
   })
-  .superRefine((data, ctx) => {
+  .check(z.superRefine((data, ctx) => {
     // Each of these would otherwise be dropped or changed silently on import.
     const messageIds = new Set<string>();
     data.messages.forEach((message, index) => {
@@ -86,7 +91,7 @@ export const SessionExportSchema = z
         message: `watermark ${data.journal.watermark} is past the ${data.journal.entries.length} journal entries`,
       });
     }
-  });
+  }));
 
 /** A session as portable JSON (see {@link SessionExportSchema}). */
 export type SessionExport = z.infer<typeof SessionExportSchema>;
@@ -102,7 +107,7 @@ export function parseSessionExport(value: unknown): SessionExport {
   if (problem) {
     throw new TabulaError('schema/invalid', `Not a valid Tabula session export: ${formatPath(problem.path)}: ${problem.message}.`, { issues: [problem] });
   }
-  const result = SessionExportSchema.safeParse(value);
+  const result = safeParse(SessionExportSchema, value);
   if (!result.success) {
     throw new TabulaError('schema/invalid', `Not a valid Tabula session export: ${describeIssues(result.error.issues)}.`, {
       issues: result.error.issues,

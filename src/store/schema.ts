@@ -10,10 +10,11 @@
  * a new version with an upgrade function, never edits an old one.
  */
 import { Dexie, type EntityTable, type Table } from 'dexie';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { TabulaError, describeIssues } from '../core/errors.js';
 import { JsonValueSchema, type JsonValue } from '../core/json.js';
 import { MessageSchema, type Message } from '../core/message.js';
+import { safeParse } from '../core/validation.js';
 import {
   CheckpointSnapshotSchema,
   MessageStatusSchema,
@@ -243,32 +244,32 @@ export function sessionRange(userId: string, sessionId: string): [unknown[], unk
   ];
 }
 
-const OrderSchema = z.string().min(1);
+const OrderSchema = z.string().check(z.minLength(1));
 
 const rowSchemas = {
   sessions: z.object({
     userId: z.string(),
     sessionId: z.string(),
-    version: z.number().int().nonnegative(),
+    version: z.number().check(z.int(), z.nonnegative()),
     prefix: PrefixDataSchema,
     prefixOrder: z.string(),
     summaryOrder: z.string(),
     createdOrder: z.string(),
-    life: z.string().optional(),
+    life: z.optional(z.string()),
     clearedBefore: z.string(),
     state: StateFieldsSchema,
-    messageCount: z.number().int().nonnegative(),
-    journalCount: z.number().int().nonnegative(),
-    journalWatermark: z.number().int().nonnegative(),
-    journalCommitted: z.number().int().nonnegative().optional(),
-    journalThrough: z.string().optional(),
-    versionOrder: z.string().optional(),
+    messageCount: z.number().check(z.int(), z.nonnegative()),
+    journalCount: z.number().check(z.int(), z.nonnegative()),
+    journalWatermark: z.number().check(z.int(), z.nonnegative()),
+    journalCommitted: z.optional(z.number().check(z.int(), z.nonnegative())),
+    journalThrough: z.optional(z.string()),
+    versionOrder: z.optional(z.string()),
     createdAt: z.number(),
     updatedAt: z.number(),
     lastOrder: z.string(),
-    forkOf: z.object({ userId: z.string(), sessionId: z.string() }).nullable(),
+    forkOf: z.nullable(z.object({ userId: z.string(), sessionId: z.string() })),
     tokenTotals: z.record(z.string(), z.object({ total: z.number(), upTo: z.string(), messages: z.number() })),
-    removedMessages: z.number().int().nonnegative().optional(),
+    removedMessages: z.optional(z.number().check(z.int(), z.nonnegative())),
   }),
   messages: z.object({
     id: z.string(),
@@ -279,7 +280,7 @@ const rowSchemas = {
     status: MessageStatusSchema,
     message: MessageSchema,
     tokens: z.record(z.string(), z.number()),
-    updateOrder: z.string().optional(),
+    updateOrder: z.optional(z.string()),
   }),
   journal: z.object({ id: z.string(), userId: z.string(), sessionId: z.string(), order: OrderSchema, entry: JsonValueSchema }),
   notes: z.object({
@@ -288,8 +289,8 @@ const rowSchemas = {
     sessionId: z.string(),
     order: OrderSchema,
     text: z.string(),
-    runId: z.string().nullable(),
-    scope: z.string().nullable(),
+    runId: z.nullable(z.string()),
+    scope: z.nullable(z.string()),
     at: z.number(),
   }),
   memory: z.object({
@@ -297,7 +298,7 @@ const rowSchemas = {
     sessionId: z.string(),
     scope: z.string(),
     key: z.string(),
-    value: JsonValueSchema.nullable(),
+    value: z.nullable(JsonValueSchema),
     deleted: z.boolean(),
     order: OrderSchema,
   }),
@@ -305,25 +306,25 @@ const rowSchemas = {
     id: z.string(),
     userId: z.string(),
     sessionId: z.string(),
-    label: z.string().nullable(),
+    label: z.nullable(z.string()),
     at: z.number(),
     order: OrderSchema,
     snapshot: CheckpointSnapshotSchema,
   }),
   outbox: z.union([
-    z.object({ seq: z.number().optional(), op: OpSchema }),
-    z.object({ seq: z.number().optional(), board: z.object({ sessionId: z.string(), update: z.string() }) }),
+    z.object({ seq: z.optional(z.number()), op: OpSchema }),
+    z.object({ seq: z.optional(z.number()), board: z.object({ sessionId: z.string(), update: z.string() }) }),
   ]),
   runs: z.object({
     runId: z.string(),
     userId: z.string(),
     sessionId: z.string(),
     scope: z.string(),
-    visit: z.number().int().positive(),
-    attempt: z.number().int().positive(),
+    visit: z.number().check(z.int(), z.positive()),
+    attempt: z.number().check(z.int(), z.positive()),
     status: z.enum(['running', 'succeeded', 'failed', 'interrupted', 'abandoned']),
     startedAt: z.number(),
-    endedAt: z.number().nullable(),
+    endedAt: z.nullable(z.number()),
   }),
 } as const;
 
@@ -343,7 +344,7 @@ type RowTypes = {
  * table, the row's key and the bad fields.
  */
 export function checkRow<T extends keyof RowTypes>(table: T, key: unknown, row: unknown): RowTypes[T] {
-  const result = rowSchemas[table].safeParse(row);
+  const result = safeParse(rowSchemas[table], row);
   if (!result.success) {
     throw new TabulaError(
       'schema/invalid',

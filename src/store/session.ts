@@ -21,6 +21,7 @@ import { checkName } from '../core/names.js';
 import { checkOptions, describeValue, isPlainObject } from '../core/args.js';
 import { StatePatchSchema, type MessageStatus, type PrefixData } from '../core/ops.js';
 import { PrefixContext } from '../core/prefix.js';
+import { safeParse } from '../core/validation.js';
 import { applyScope, requireScope, type ContextScope } from '../core/scopes.js';
 import type { SessionChange } from './changes.js';
 import { mapStorageError } from './errors.js';
@@ -251,7 +252,7 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
         throw new TabulaError('schema/invalid', `${where}: field ${formatPath([key, ...problem.path])} is not JSON: ${problem.message}.`, { issues: [problem] });
       }
     }
-    const result = StatePatchSchema.safeParse(patch);
+    const result = safeParse(StatePatchSchema, patch);
     if (!result.success) {
       throw new TabulaError(
         'schema/invalid',

@@ -10,6 +10,7 @@
  * before anything is written: a bad page changes nothing and is reported.
  */
 import { TabulaError } from '../core/errors.js';
+import { safeParse } from '../core/validation.js';
 import type { Op, OpKind } from '../core/ops.js';
 import { applyOps, type SaveConflict } from '../store/apply.js';
 import type { SaveConflictInfo } from '../store/changes.js';
@@ -219,7 +220,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       } catch (error) {
         // A 409 says what the server has: drop what it acknowledged and go on from there.
         if (!(error instanceof HttpFailure) || error.status !== 409) throw error;
-        const parsed = ErrorResponseSchema.safeParse(error.body);
+        const parsed = safeParse(ErrorResponseSchema, error.body);
         if (!parsed.success || parsed.data.error.lastSeq === undefined) throw error;
         lastSeq = parsed.data.error.lastSeq;
         if (lastSeq < (items[0] as PushItem).seq - 1) {
@@ -296,7 +297,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   const toError = (error: unknown): TabulaError => {
     if (error instanceof TabulaError) return error;
     if (error instanceof HttpFailure) {
-      const parsed = ErrorResponseSchema.safeParse(error.body);
+      const parsed = safeParse(ErrorResponseSchema, error.body);
       const message = parsed.success ? parsed.data.error.message : `HTTP ${error.status}`;
       const code = error.status === 401 ? 'sync/unauthorized' : parsed.success ? parsed.data.error.code : 'sync/failed';
       return new TabulaError(code, `The sync server refused the request: ${message}`);

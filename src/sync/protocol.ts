@@ -16,10 +16,11 @@
  * errors         {error: {code, message, lastSeq?}}
  * ```
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { TabulaError, describeIssues } from '../core/errors.js';
 import { OpSchema, type Op } from '../core/ops.js';
 import { ID_MAX_LENGTH, nameSchema } from '../core/names.js';
+import { safeParse } from '../core/validation.js';
 
 /** The protocol revision this module describes; the server reports it on `/v1/health`. */
 export const PROTOCOL_VERSION = 1;
@@ -53,19 +54,19 @@ export const DEFAULT_SYNC_LIMITS: SyncLimits = Object.freeze({
 });
 
 /** A client's sequence number of a pushed item: 1, 2, 3… per (user, clientId). */
-export const SeqSchema = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+export const SeqSchema = z.number().check(z.int(), z.positive(), z.maximum(Number.MAX_SAFE_INTEGER));
 
 /** Identifies one client (one browser profile) of a user; the same alphabet as an HLC node id. */
-export const ClientIdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'expected 1–64 characters of A–Z, a–z, 0–9, _ or -');
+export const ClientIdSchema = z.string().check(z.regex(/^[A-Za-z0-9_-]{1,64}$/, 'expected 1–64 characters of A–Z, a–z, 0–9, _ or -'));
 
 /** Standard base64 with padding (RFC 4648 §4). */
-export const Base64Schema = z.string().regex(/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/, 'expected base64');
+export const Base64Schema = z.string().check(z.regex(/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/, 'expected base64'));
 
 /**
  * A position in a user's item log, as the server hands it out. Clients treat
  * it as opaque and send back the last one they got; `null` means the start.
  */
-export const CursorSchema = z.string().regex(/^\d{1,15}$/, 'expected a cursor returned by the server');
+export const CursorSchema = z.string().check(z.regex(/^\d{1,15}$/, 'expected a cursor returned by the server'));
 
 /** A blackboard (Yjs) update of one session, base64-encoded. */
 export const BoardUpdateSchema = z.strictObject({
@@ -83,8 +84,8 @@ export interface BoardUpdate {
 export type PushItem = { readonly seq: number; readonly op: Op } | { readonly seq: number; readonly board: BoardUpdate };
 
 const PushItemSchema = z
-  .strictObject({ seq: SeqSchema, op: OpSchema.optional(), board: BoardUpdateSchema.optional() })
-  .refine((item) => (item.op === undefined) !== (item.board === undefined), 'an item holds exactly one of `op` or `board`');
+  .strictObject({ seq: SeqSchema, op: z.optional(OpSchema), board: z.optional(BoardUpdateSchema) })
+  .check(z.refine((item) => (item.op === undefined) !== (item.board === undefined), 'an item holds exactly one of `op` or `board`'));
 
 /** `POST /v1/push` body. */
 export interface PushRequest {
@@ -95,8 +96,8 @@ export interface PushRequest {
 /** The zod schema of a {@link PushRequest}. */
 export const PushRequestSchema = z.strictObject({
   clientId: ClientIdSchema,
-  items: z.array(PushItemSchema).min(1),
-}) as unknown as z.ZodType<PushRequest>;
+  items: z.array(PushItemSchema).check(z.minLength(1)),
+}) as unknown as z.ZodMiniType<PushRequest>;
 
 /** `POST /v1/push` answer, sent after the push is committed. */
 export interface PushResponse {
@@ -104,7 +105,7 @@ export interface PushResponse {
   readonly lastSeq: number;
 }
 /** The zod schema of a {@link PushResponse}. */
-export const PushResponseSchema: z.ZodType<PushResponse> = z.strictObject({ lastSeq: z.number().int().nonnegative() });
+export const PushResponseSchema: z.ZodMiniType<PushResponse> = z.strictObject({ lastSeq: z.number().check(z.int(), z.nonnegative()) });
 
 /** `POST /v1/pull` body. */
 export interface PullRequest {
@@ -114,9 +115,9 @@ export interface PullRequest {
   readonly limit?: number;
 }
 /** The zod schema of a {@link PullRequest}. */
-export const PullRequestSchema: z.ZodType<PullRequest> = z.strictObject({
-  cursor: CursorSchema.nullable(),
-  limit: z.number().int().positive().optional(),
+export const PullRequestSchema: z.ZodMiniType<PullRequest> = z.strictObject({
+  cursor: z.nullable(CursorSchema),
+  limit: z.optional(z.number().check(z.int(), z.positive())),
 });
 
 /**
@@ -127,8 +128,8 @@ export const PullRequestSchema: z.ZodType<PullRequest> = z.strictObject({
 export type PullItem = { readonly clientId: string | null; readonly op: Op } | { readonly clientId: string | null; readonly board: BoardUpdate };
 
 const PullItemSchema = z
-  .strictObject({ clientId: ClientIdSchema.nullable(), op: OpSchema.optional(), board: BoardUpdateSchema.optional() })
-  .refine((item) => (item.op === undefined) !== (item.board === undefined), 'an item holds exactly one of `op` or `board`');
+  .strictObject({ clientId: z.nullable(ClientIdSchema), op: z.optional(OpSchema), board: z.optional(BoardUpdateSchema) })
+  .check(z.refine((item) => (item.op === undefined) !== (item.board === undefined), 'an item holds exactly one of `op` or `board`'));
 
 /** `POST /v1/pull` answer. */
 export interface PullResponse {
@@ -142,16 +143,16 @@ export interface PullResponse {
 /** The zod schema of a {@link PullResponse}; a client validates what it receives with it. */
 export const PullResponseSchema = z.strictObject({
   items: z.array(PullItemSchema),
-  cursor: CursorSchema.nullable(),
+  cursor: z.nullable(CursorSchema),
   more: z.boolean(),
-}) as unknown as z.ZodType<PullResponse>;
+}) as unknown as z.ZodMiniType<PullResponse>;
 
 /** The `data` of a `poke` event: the user's items now reach `cursor`. */
 export interface PokeEvent {
   readonly cursor: string;
 }
 /** The zod schema of a {@link PokeEvent}. */
-export const PokeEventSchema: z.ZodType<PokeEvent> = z.strictObject({ cursor: CursorSchema });
+export const PokeEventSchema: z.ZodMiniType<PokeEvent> = z.strictObject({ cursor: CursorSchema });
 
 /** The codes a sync server answers with. */
 export type SyncErrorCode = 'sync/unauthorized' | 'sync/forbidden' | 'sync/gap' | 'sync/too-large' | 'sync/not-found' | 'schema/invalid' | 'storage/failed';
@@ -161,11 +162,11 @@ export interface ErrorResponse {
   readonly error: { readonly code: SyncErrorCode; readonly message: string; readonly lastSeq?: number };
 }
 /** The zod schema of an {@link ErrorResponse}. */
-export const ErrorResponseSchema: z.ZodType<ErrorResponse> = z.object({
+export const ErrorResponseSchema: z.ZodMiniType<ErrorResponse> = z.object({
   error: z.object({
     code: z.enum(['sync/unauthorized', 'sync/forbidden', 'sync/gap', 'sync/too-large', 'sync/not-found', 'schema/invalid', 'storage/failed']),
     message: z.string(),
-    lastSeq: z.number().int().nonnegative().optional(),
+    lastSeq: z.optional(z.number().check(z.int(), z.nonnegative())),
   }),
 });
 
@@ -179,8 +180,8 @@ export interface HealthResponse {
  * Validates a wire message with `schema`; throws `schema/invalid` naming
  * every bad field (`items[3].op.body.text: …`) so the sender can fix it.
  */
-export function parseWire<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
-  const result = schema.safeParse(value);
+export function parseWire<T>(schema: z.ZodMiniType<T>, value: unknown, what: string): T {
+  const result = safeParse(schema, value);
   if (!result.success) {
     throw new TabulaError('schema/invalid', `${what} is invalid: ${describeIssues(result.error.issues)}.`, { issues: result.error.issues });
   }

@@ -34,20 +34,20 @@ function writeFixture(coreBytes: number, yjs: 'static' | 'dynamic' = 'dynamic'):
 describe('check-size', () => {
   it('budgets the two documented imports', () => {
     expect(ENTRIES.map((entry) => [entry.name, entry.budgetBytes])).toEqual([
-      ["import { WorkingContext } from 'tabula-sdk/core'", 30 * 1024],
-      ["import { openTabula } from 'tabula-sdk'", 80 * 1024],
+      ["import { WorkingContext } from 'tabula-sdk/core'", 14 * 1024],
+      ["import { openTabula } from 'tabula-sdk'", 56 * 1024],
     ]);
     expect(ENTRIES[1]!.lazy).toEqual(expect.arrayContaining(['yjs', 'y-indexeddb', 'y-protocols', 'lib0']));
   });
 
   it('reports an entry over budget, and leaves the peers out of the budgeted figure', async () => {
-    writeFixture(80 * 1024);
+    writeFixture(40 * 1024);
     const [core, root] = await measureBundles(fixture);
-    expect(core!.gzipBytes).toBeGreaterThan(30 * 1024);
+    expect(core!.gzipBytes).toBeGreaterThan(14 * 1024);
     expect(root!.gzipBytes).toBeLessThan(1024);
     expect(root!.totalGzipBytes).toBeGreaterThan(10 * 1024); // Yjs itself
     expect(overBudget([core!, root!])).toEqual([expect.stringContaining("tabula-sdk/core'") as string]);
-    expect(formatTable([core!, root!])).toContain('| 30.0 KB |');
+    expect(formatTable([core!, root!])).toContain('| 14.0 KB |');
   });
 
   it('reports Yjs loaded at start by the root entry (it must load when a blackboard is first used)', async () => {
