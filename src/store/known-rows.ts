@@ -12,6 +12,7 @@ import type { SessionRow } from './schema.js';
 /** How many sessions' rows one Tabula keeps; an app rarely writes to more at once. */
 const KNOWN_ROWS_MAX = 64;
 
+/** The session rows one Tabula knows, by (userId, sessionId). */
 export interface KnownRows {
   get(userId: string, sessionId: string): SessionRow | undefined;
   /** Records the row as committed; undefined forgets it (the session is gone or its state unknown). */
@@ -19,6 +20,7 @@ export interface KnownRows {
   clear(): void;
 }
 
+/** An empty set of known rows, holding at most the 64 most recently used. */
 export function createKnownRows(): KnownRows {
   const rows = new Map<string, SessionRow>();
   const keyOf = (userId: string, sessionId: string) => JSON.stringify([userId, sessionId]);
