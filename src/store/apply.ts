@@ -319,10 +319,20 @@ export function applyAppends(db: TabulaDb, slot: SessionSlot, ops: readonly Appe
     : Dexie.Promise.resolve(candidates);
   return live.then((adds) => {
     if (adds.length === 0) return [];
+    const before = { messageCount: row.messageCount, tokenTotals: { ...row.tokenTotals } };
     // add() refuses an id that is already stored (a replay, or twice in this batch: the first wins, as
     // in sequence); Dexie keeps the transaction alive when the BulkError is caught.
-    return db.messages.bulkAdd(adds.map((op) => messageRow(op, op.body))).then(
-      () => settle(slot, row, adds),
+    const added = db.messages.bulkAdd(adds.map((op) => messageRow(op, op.body)));
+    // The session row goes with the messages, in the same round trip, counted as if every add lands: waiting
+    // for the adds first costs one more round trip to IndexedDB per append. A refused add is taken back
+    // below, and flushSlot writes the row again; all of it in this transaction, so it lands whole or not at all.
+    settle(slot, row, adds);
+    const written = db.sessions.put(row);
+    // Handled below, or the transaction is already failing with the adds' error.
+    written.catch(() => undefined);
+    slot.dirty = false;
+    return added.then(
+      () => written.then(() => adds),
       (error: unknown) => {
         if (!(error instanceof Dexie.BulkError)) throw error;
         const refused = new Set<number>();
@@ -330,7 +340,11 @@ export function applyAppends(db: TabulaDb, slot: SessionSlot, ops: readonly Appe
           if (failure.name !== 'ConstraintError') throw error;
           refused.add(Number(position));
         }
-        return settle(slot, row, adds.filter((_, index) => !refused.has(index)));
+        row.messageCount = before.messageCount;
+        row.tokenTotals = before.tokenTotals;
+        const landed = settle(slot, row, adds.filter((_, index) => !refused.has(index)));
+        slot.dirty = true;
+        return written.then(() => landed);
       },
     );
   });

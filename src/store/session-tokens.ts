@@ -109,4 +109,6 @@ async function saveTotals(
       await db.sessions.put(fresh);
     }
   });
+  // The row changed outside the op write path: the next append reads it instead of building on the old one.
+  store.knownRows.set(userId, sessionId, undefined);
 }

@@ -24,6 +24,7 @@ import { parseSessionExport, type SessionExport } from './export.js';
 import { newClientId } from './ids.js';
 import { createDb, checkRow, lifeOf, userSessionRows } from './schema.js';
 import { createHandleTracker, releaseBoth } from './handles.js';
+import { createKnownRows } from './known-rows.js';
 import { createSessionHandle, importInto, type Session } from './session.js';
 import type { SessionInfo, SessionOptions } from './types.js';
 import { assertOpen, commit, type StoreContext } from './writer.js';
@@ -107,6 +108,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     name,
     clock: createHlc({ clientId: newClientId() }),
     feed: createChangeFeed(name, onError),
+    knownRows: createKnownRows(),
     tokenCounter: counter,
     defaultUserId,
     onError,
@@ -155,6 +157,10 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       boards: syncBoards(store, defaultUserId, boardNotices as BoardNotices),
     });
   }
+  // A change made elsewhere (another tab, sync) makes the row this tab knows stale: the next append reads it.
+  const stopForgetting = store.feed.subscribeAll((change) => {
+    if (change.origin !== 'local') store.knownRows.set(change.userId, change.sessionId, undefined);
+  });
   const recovery = createRecovery(store);
   const handles = createHandleTracker(onError);
 
@@ -192,6 +198,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     }
     if (existing) {
       checkRow('sessions', [userId, sessionId], existing);
+      store.knownRows.set(userId, sessionId, existing);
       try {
         await recovery.check(userId, sessionId, unfinished);
       } catch (error) {
@@ -318,6 +325,8 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       await store.boards.close();
       store.closed = true;
       recovery.close();
+      stopForgetting();
+      store.knownRows.clear();
       store.coordinator.close();
       store.feed.close();
       boardNotices?.close();

@@ -8,11 +8,12 @@ import { TabulaError } from '../core/errors.js';
 import { hlcOf, type HybridLogicalClock } from '../core/hlc.js';
 import type { Op, OpBody, OpKind } from '../core/ops.js';
 import type { TokenCounter } from '../core/tokens.js';
-import { applyAppends, applyOp, flushSlot, isSynced, loadSlot, type AppendOp } from './apply.js';
+import { applyAppends, applyOp, flushSlot, isSynced, loadSlot, type AppendOp, type SessionSlot } from './apply.js';
 import type { BoardRegistry } from '../blackboard/registry.js';
 import type { ChangeFeed } from './changes.js';
 import type { RunCoordinator } from './coordinator.js';
 import { mapStorageError } from './errors.js';
+import { sameStored, type KnownRows } from './known-rows.js';
 import { newId } from './ids.js';
 import { OUTBOX_SEQ_KEY } from './sync-host.js';
 import { checkRow, lifeOf, sessionTables, tombstoneKey, type OutboxRow, type SessionRow, type TabulaDb } from './schema.js';
@@ -48,6 +49,8 @@ export interface StoreContext {
   readonly activeRuns: Map<string, ActiveRun>;
   /** Streams not yet finished; close() interrupts them so their locks are released. */
   readonly openStreams: Set<{ abort(): Promise<unknown> }>;
+  /** The session rows this Tabula last saw committed, on which appends build (see commit). */
+  readonly knownRows: KnownRows;
   /** Set when sync is on: the user whose local ops are queued in the outbox, and the engine to nudge. */
   sync?: { readonly userId: string; nudge(): void };
   closed: boolean;
@@ -108,9 +111,22 @@ function appendTables(db: TabulaDb) {
 export type WriteScope = 'session' | 'append';
 
 /**
+ * Thrown inside a write transaction when the session row an append built on is not the one IndexedDB
+ * holds (another tab or sync wrote since): the transaction aborts, and commit runs the write again from
+ * the row it reads.
+ */
+class StaleRow extends Error {}
+
+/**
  * Runs `build` in one readwrite transaction over the session's tables and
  * publishes the change after commit. `what` describes the write for errors.
  * With `scope` 'append', build may only append messages (emitAppends).
+ *
+ * An append to a session whose row this Tabula knows (see known-rows.ts) does not wait for the row:
+ * its read, the message add and the row write go to IndexedDB together, built on the known row, and
+ * the transaction commits only if the row read equals it. IndexedDB runs a transaction's requests in
+ * the order they were made, so the read sees the row as committed before this write; when it differs,
+ * the transaction aborts (nothing lands) and the write runs again from the row it reads.
  */
 export async function commit<T>(
   store: StoreContext,
@@ -121,16 +137,48 @@ export async function commit<T>(
   scope: WriteScope = 'session',
 ): Promise<T> {
   assertOpen(store);
+  const known = scope === 'append' ? store.knownRows.get(userId, sessionId) : undefined;
+  if (known) {
+    try {
+      return await attempt(store, userId, sessionId, what, build, scope, known);
+    } catch (error) {
+      if (!(error instanceof StaleRow)) throw error;
+    }
+  }
+  return attempt(store, userId, sessionId, what, build, scope, undefined);
+}
+
+async function attempt<T>(
+  store: StoreContext,
+  userId: string,
+  sessionId: string,
+  what: string,
+  build: (tx: Emitter) => Promise<T>,
+  scope: WriteScope,
+  known: SessionRow | undefined,
+): Promise<T> {
   const { db, clock } = store;
   const applied: Op[] = [];
   // Every op this replica folded in, applied or not: one that changed nothing here (a second
   // markCommitted) still moved the session's lastOrder and updatedAt, so the other replicas need it too.
   const emitted: Op[] = [];
   let result: T;
+  let committed: SessionRow | undefined;
   try {
     result = await db.transaction('rw', scope === 'append' ? appendTables(db) : sessionTables(db), async () => {
-      const slot = await loadSlot(db, userId, sessionId);
-      if (slot.row) checkRow('sessions', slot.key, slot.row);
+      const key: [string, string] = [userId, sessionId];
+      let slot: SessionSlot;
+      // With a known row: the read that checks it, made before any write of this transaction.
+      let check: Promise<boolean> | null = null;
+      if (known) {
+        check = db.sessions.get(key).then((row) => row !== undefined && sameStored(checkRow('sessions', key, row), known));
+        // Awaited below, unless the write fails first; then its outcome no longer matters.
+        check.catch(() => undefined);
+        slot = { key, row: structuredClone(known), dirty: false };
+      } else {
+        slot = await loadSlot(db, userId, sessionId);
+        if (slot.row) checkRow('sessions', slot.key, slot.row);
+      }
       let after = slot.row?.lastOrder ?? '';
       if (!slot.row) {
         // A deleted session's tombstone may be ahead of this tab's clock (another tab's clock, or the
@@ -171,14 +219,27 @@ export async function commit<T>(
           return ops;
         },
       };
-      const value = await build(emitter);
+      let value: T;
+      try {
+        value = await build(emitter);
+      } catch (error) {
+        // Built on a row that was not the stored one: the error may be the guess's (a session that is
+        // there after all), so only the stored row can tell.
+        if (check && !(await check.catch(() => false))) throw new StaleRow();
+        throw error;
+      }
       await flushSlot(db, slot);
+      if (check && !(await check)) throw new StaleRow();
       if (store.sync) await queueOutbox(db, emitted.filter((op) => op.userId === store.sync?.userId && isSynced(op)));
+      committed = slot.row;
       return value;
     });
   } catch (error) {
+    store.knownRows.set(userId, sessionId, undefined);
+    if (error instanceof StaleRow) throw error;
     throw mapStorageError(error, what);
   }
+  store.knownRows.set(userId, sessionId, committed);
   if (store.sync && emitted.some(isSynced)) store.sync.nudge();
   if (applied.length > 0) {
     store.feed.publish({ userId, sessionId, kinds: [...new Set(applied.map((op) => op.kind))] }, 'local');

@@ -1,0 +1,71 @@
+/**
+ * The session rows this Tabula last saw committed (by its own writes or by
+ * `session()`), so that an append can build its writes on a known row and
+ * issue them together with the read that checks it, instead of reading the
+ * row first (see `commit` in writer.ts). A known row is a guess, never a
+ * source of truth: every use is checked against the row IndexedDB holds,
+ * inside the same transaction, and a wrong guess costs a retry, nothing else.
+ * Bounded: the least recently used rows are forgotten first.
+ */
+import type { SessionRow } from './schema.js';
+
+/** How many sessions' rows one Tabula keeps; an app rarely writes to more at once. */
+const KNOWN_ROWS_MAX = 64;
+
+/** The session rows one Tabula knows, by (userId, sessionId). */
+export interface KnownRows {
+  get(userId: string, sessionId: string): SessionRow | undefined;
+  /** Records the row as committed; undefined forgets it (the session is gone or its state unknown). */
+  set(userId: string, sessionId: string, row: SessionRow | undefined): void;
+  clear(): void;
+}
+
+/** An empty set of known rows, holding at most the 64 most recently used. */
+export function createKnownRows(): KnownRows {
+  const rows = new Map<string, SessionRow>();
+  const keyOf = (userId: string, sessionId: string) => JSON.stringify([userId, sessionId]);
+  return {
+    get(userId, sessionId) {
+      const key = keyOf(userId, sessionId);
+      const row = rows.get(key);
+      if (row) {
+        rows.delete(key);
+        rows.set(key, row);
+      }
+      return row;
+    },
+    set(userId, sessionId, row) {
+      const key = keyOf(userId, sessionId);
+      rows.delete(key);
+      if (!row) return;
+      rows.set(key, row);
+      if (rows.size > KNOWN_ROWS_MAX) rows.delete(rows.keys().next().value as string);
+    },
+    clear() {
+      rows.clear();
+    },
+  };
+}
+
+/**
+ * Structural equality of two values as IndexedDB stores them (structured clones of JSON-like data:
+ * plain objects, arrays, strings, numbers, booleans, null, undefined). Key order does not matter.
+ */
+export function sameStored(a: unknown, b: unknown): boolean {
+  if (Object.is(a, b)) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a) && Array.isArray(b)) {
+    if (a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameStored(a[i], b[i])) return false;
+    return true;
+  }
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  const keys = Object.keys(x);
+  if (keys.length !== Object.keys(y).length) return false;
+  for (const key of keys) {
+    if (!Object.prototype.hasOwnProperty.call(y, key) || !sameStored(x[key], y[key])) return false;
+  }
+  return true;
+}
