@@ -252,7 +252,8 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       }
       // The server has committed everything up to lastSeq: those rows leave the outbox.
       await db.outbox.where('seq').belowOrEqual(lastSeq).delete();
-      setStatus({ state: 'syncing', pending: await countPending() });
+      // A long outbox shows its progress; after a short one the cycle's end counts what is left.
+      if (rows.length === DEFAULT_SYNC_LIMITS.maxPushItems) setStatus({ state: 'syncing', pending: await countPending() });
     }
   };
 
@@ -286,18 +287,21 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     const conflicts: SaveConflict[] = [];
     let applied: Op[];
     try {
-      applied = await db.transaction('rw', sessionTables(db), async () => {
-        // The cursor is read alongside applyOps' first reads (IndexedDB answers in order): a round trip
-        // less before the change shows. Items that do not continue it abort the transaction, undoing applyOps.
+      // A page of this client's own items only moves the cursor (a poke of its own push, mostly): no
+      // reason to lock every session table for that.
+      applied = await db.transaction('rw', ops.length === 0 ? [db.meta] : sessionTables(db), async () => {
+        // The cursor is read, and moved, alongside applyOps' requests rather than before and after them
+        // (IndexedDB runs a transaction's requests in order, so the read sees the old cursor): two round
+        // trips less before the change shows. Items that do not continue the cursor abort the whole
+        // transaction, applyOps and the move with it.
         const stored = from ? db.meta.get(CURSOR_KEY) : undefined;
-        const done = await applyOps(db, ops, conflicts);
-        if (from && stored) {
-          const value = (await stored)?.value;
-          const cursor = typeof value === 'string' ? value : null;
+        const moved = boards.size === 0 && page.cursor !== null ? db.meta.put({ key: CURSOR_KEY, value: page.cursor }) : undefined;
+        const [row, done] = await Promise.all([stored, applyOps(db, ops, conflicts), moved]);
+        if (from) {
+          const cursor = typeof row?.value === 'string' ? row.value : null;
           if (cursor === page.cursor) throw new NotTaken('current');
           if (cursor !== from.after) throw new NotTaken('stale');
         }
-        if (boards.size === 0 && page.cursor !== null) await db.meta.put({ key: CURSOR_KEY, value: page.cursor });
         return done;
       });
     } catch (error) {
