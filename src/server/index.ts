@@ -14,6 +14,6 @@ export type { SyncAuth } from './auth.js';
 export { sqliteStore } from './sqlite-store.js';
 export { postgresStore } from './postgres-store.js';
 export type { PgPoolLike, PostgresStoreOptions } from './postgres-store.js';
-export type { ServerStore, StoreOptions, StoredItem, StorePulledItem, StorePullPage, StorePushItem, StorePushResult } from './store.js';
+export type { ServerStore, StoreOptions, StoredItem, StorePokeItems, StorePulledItem, StorePullPage, StorePushItem, StorePushResult } from './store.js';
 export { DEFAULT_SYNC_LIMITS } from '../sync/protocol.js';
 export type { SyncLimits } from '../sync/protocol.js';

@@ -15,9 +15,11 @@ import { TabulaError } from '../core/errors.js';
 import { mergeBoardUpdates } from './board.js';
 import { loadDriver } from './driver.js';
 import { PokeListeners } from './listeners.js';
-import type { ServerStore, StoreOptions, StorePullPage, StorePulledItem, StorePushItem, StorePushResult } from './store.js';
+import { POKE_MAX_ITEMS, pokeItems, type ServerStore, type StoreOptions, type StorePokeItems, type StorePullPage, type StorePulledItem, type StorePushItem, type StorePushResult } from './store.js';
 
 const CHANNEL = 'tabula_poke';
+/** PostgreSQL refuses a NOTIFY payload of 8000 bytes or more. */
+const NOTIFY_MAX_BYTES = 8000;
 // Any constant: it only has to be the same for every instance.
 const SCHEMA_LOCK = 7_341_207_011;
 
@@ -151,9 +153,10 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
     const client = await pool.connect();
     client.on('notification', (message) => {
       if (message.channel !== CHANNEL || message.payload === undefined) return;
-      const { u, h } = JSON.parse(message.payload) as { u: string; h: number };
+      const { u, h, a, i } = JSON.parse(message.payload) as PokePayload;
       heads.set(u, Math.max(h, heads.get(u) ?? 0));
-      listeners.poke(u, h);
+      const appended = a !== undefined && i !== undefined ? { after: a, items: i.map(([position, item]) => ({ position, json: JSON.stringify(item) })) } : undefined;
+      listeners.poke(u, h, appended);
     });
     const dropped = (): void => {
       if (listener !== client) return;
@@ -209,9 +212,13 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
    * A crash between COMMIT and NOTIFY loses only the poke; clients pull on
    * reconnect and poll without one.
    */
-  function notify(userId: string, head: number): void {
+  function notify(userId: string, head: number, appended: StorePokeItems | undefined): void {
+    const bare = JSON.stringify({ u: userId, h: head } satisfies PokePayload);
+    // The items go in as they are (JSON text already); a payload too large for NOTIFY goes without them.
+    const full = appended && `${bare.slice(0, -1)},"a":${appended.after},"i":[${appended.items.map((item) => `[${item.position},${item.json}]`).join(',')}]}`;
+    const payload = full !== undefined && Buffer.byteLength(full) < NOTIFY_MAX_BYTES ? full : bare;
     const sent: Promise<void> = pool
-      .query('SELECT pg_notify($1, $2)', [CHANNEL, JSON.stringify({ u: userId, h: head })])
+      .query('SELECT pg_notify($1, $2)', [CHANNEL, payload])
       .then(
         () => {},
         (error: unknown) => console.error('tabula-server: sending a poke failed; listeners will catch up on their next pull', error),
@@ -260,28 +267,43 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
         }
       }
       const params = [userId, clientId, seqs, sessions, ops, boards];
-      const result =
-        boardSessions.size === 0
-          ? // One statement in its own transaction: resolved after PostgreSQL has committed it.
-            toPushResult((await pool.query<PushRow>(PUSH, params)).rows[0])
-          : // Compaction reads the rows just written, so it needs statements of its own in the same transaction.
-            await inTransaction(async (client) => {
-              const pushed = toPushResult((await client.query<PushRow>(PUSH, params)).rows[0]);
-              if (pushed.status === 'applied' && pushed.appended > 0) for (const sessionId of boardSessions) await compact(client, userId, sessionId);
-              return pushed;
-            });
-      if (result.status === 'applied' && result.appended > 0) notify(userId, result.head);
+      let appended: StorePokeItems | undefined;
+      let result: StorePushResult;
+      if (boardSessions.size === 0) {
+        // One statement in its own transaction: resolved after PostgreSQL has committed it.
+        result = toPushResult((await pool.query<PushRow>(PUSH, params)).rows[0]);
+        if (result.status === 'applied' && result.appended > 0 && result.appended <= POKE_MAX_ITEMS) {
+          // Ops are stored as sent, so their pulled JSON is known without reading it back: the new seqs
+          // took the positions after the old head, in seq order.
+          const after = result.head - result.appended;
+          const firstSeq = result.lastSeq - result.appended + 1;
+          const pulled: StorePulledItem[] = [];
+          items.forEach((item, k) => {
+            if (item.seq >= firstSeq) pulled.push({ position: after + item.seq - firstSeq + 1, json: `{"clientId":${JSON.stringify(clientId)},"op":${ops[k]!}}` });
+          });
+          appended = pokeItems(after, pulled);
+        }
+      } else {
+        // Compaction reads the rows just written, so it needs statements of its own in the same transaction.
+        result = await inTransaction(async (client) => {
+          const pushed = toPushResult((await client.query<PushRow>(PUSH, params)).rows[0]);
+          if (pushed.status !== 'applied' || pushed.appended === 0) return pushed;
+          for (const sessionId of boardSessions) await compact(client, userId, sessionId);
+          if (pushed.appended <= POKE_MAX_ITEMS) {
+            // After compaction, the pull's own query over the push's positions: what a pull would get now.
+            const after = pushed.head - pushed.appended;
+            appended = pokeItems(after, await pageOf(client, userId, after, pushed.appended));
+          }
+          return pushed;
+        });
+      }
+      if (result.status === 'applied' && result.appended > 0) notify(userId, result.head, appended);
       return result;
     },
     async pull(userId, after, limit): Promise<StorePullPage> {
       await open();
-      const result = await pool.query<[string, string | null]>({ text: PAGE, values: [userId, after, limit + 1], rowMode: 'array' });
-      const items: StorePulledItem[] = [];
-      for (const [position, json] of result.rows.slice(0, limit)) {
-        if (json === null) throw new TabulaError('storage/failed', `Item ${position} of user ${userId} holds neither an op nor a board update.`);
-        items.push({ position: Number(position), json });
-      }
-      return { items, more: result.rows.length > limit };
+      const items = await pageOf(pool, userId, after, limit + 1);
+      return { items: items.slice(0, limit), more: items.length > limit };
     },
     async head(userId) {
       await open();
@@ -310,6 +332,23 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
       if (ownsPool) await pool.end();
     },
   };
+}
+
+/** The NOTIFY payload of a poke: user, head, and the pushed items (`a` the head before, `i` [position, item]) when they fit. */
+interface PokePayload {
+  u: string;
+  h: number;
+  a?: number;
+  i?: [number, unknown][];
+}
+
+/** Up to `limit` items of `userId` after position `after`, in their wire JSON (the PAGE query). */
+async function pageOf(client: Pick<Pg.Pool, 'query'>, userId: string, after: number, limit: number): Promise<StorePulledItem[]> {
+  const result = await client.query<[string, string | null]>({ text: PAGE, values: [userId, after, limit], rowMode: 'array' });
+  return result.rows.map(([position, json]) => {
+    if (json === null) throw new TabulaError('storage/failed', `Item ${position} of user ${userId} holds neither an op nor a board update.`);
+    return { position: Number(position), json };
+  });
 }
 
 function toPushResult(row: PushRow | undefined): StorePushResult {

@@ -30,7 +30,7 @@ import {
 } from '../sync/protocol.js';
 import { bearerToken, createVerifier, type SyncAuth } from './auth.js';
 import { decodeBoardUpdate } from './board.js';
-import type { ServerStore, StorePushItem } from './store.js';
+import type { ServerStore, StorePokeItems, StorePushItem } from './store.js';
 
 /** Options of {@link createSyncServer}. */
 export interface SyncServerOptions {
@@ -229,7 +229,12 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
     const send = (text: string): void => {
       if (open) controller?.enqueue(encoder.encode(text));
     };
-    const poke = (head: number): void => send(`event: poke\ndata: {"cursor":"${head}"}\n\n`);
+    // A poke names the new head; with the push's items (the store's choice: few and small), also the
+    // cursor they continue (null for the start of the log, as a pull of `cursor: null` reads from there).
+    const poke = (head: number, appended?: StorePokeItems): void => {
+      const items = appended ? `,"after":${appended.after === 0 ? 'null' : `"${appended.after}"`},"items":[${appended.items.map((item) => item.json).join(',')}]` : '';
+      send(`event: poke\ndata: {"cursor":"${head}"${items}}\n\n`);
+    };
     const body = new ReadableStream<Uint8Array>({
       async start(streamController) {
         controller = streamController;

@@ -10,7 +10,7 @@ import { TabulaError } from '../core/errors.js';
 import { encodeBase64, mergeBoardUpdates } from './board.js';
 import { loadDriver } from './driver.js';
 import { PokeListeners } from './listeners.js';
-import type { ServerStore, StoreOptions, StorePullPage, StorePulledItem, StorePushItem, StorePushResult } from './store.js';
+import { POKE_MAX_ITEMS, pokeItems, type ServerStore, type StoreOptions, type StorePokeItems, type StorePullPage, type StorePulledItem, type StorePushItem, type StorePushResult } from './store.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS tabula_heads (user_id TEXT PRIMARY KEY, head INTEGER NOT NULL) WITHOUT ROWID;
@@ -79,12 +79,15 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
     insert.run(userId, rows[rows.length - 1]!.position, null, sessionId, null, merged);
   }
 
-  const apply = db.transaction((userId: string, clientId: string, items: readonly StorePushItem[]): StorePushResult => {
+  /** The push's result, and its items as a poke carries them (read only when someone here listens). */
+  type Applied = { result: StorePushResult; appended?: StorePokeItems };
+  const apply = db.transaction((userId: string, clientId: string, items: readonly StorePushItem[]): Applied => {
     const lastSeq = getSeq.get(userId, clientId)?.last_seq ?? 0;
     const fresh = items.filter((item) => item.seq > lastSeq);
     let head = getHead.get(userId)?.head ?? 0;
-    if (fresh.length === 0) return { status: 'applied', lastSeq, appended: 0, head };
-    if (fresh.some((item, i) => item.seq !== lastSeq + 1 + i)) return { status: 'gap', lastSeq };
+    if (fresh.length === 0) return { result: { status: 'applied', lastSeq, appended: 0, head } };
+    if (fresh.some((item, i) => item.seq !== lastSeq + 1 + i)) return { result: { status: 'gap', lastSeq } };
+    const before = head;
     const boards = new Set<string>();
     for (const item of fresh) {
       head++;
@@ -99,7 +102,15 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
     setHead.run(userId, head);
     const newSeq = fresh[fresh.length - 1]!.seq;
     setSeq.run(userId, clientId, newSeq);
-    return { status: 'applied', lastSeq: newSeq, appended: fresh.length, head };
+    const result: StorePushResult = { status: 'applied', lastSeq: newSeq, appended: fresh.length, head };
+    if (!listeners.has(userId) || fresh.length > POKE_MAX_ITEMS) return { result };
+    // The pull's own query over the push's positions, after compaction: what a pull would get now.
+    const rows = page.all(userId, before, fresh.length);
+    const appended = pokeItems(
+      before,
+      rows.map(([position, json]) => ({ position, json })),
+    );
+    return appended ? { result, appended } : { result };
   });
 
   let closed = false;
@@ -111,8 +122,8 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
     push: (userId, clientId, items) =>
       settle(() => {
         assertOpen();
-        const result = apply.immediate(userId, clientId, items);
-        if (result.status === 'applied' && result.appended > 0) listeners.poke(userId, result.head);
+        const { result, appended } = apply.immediate(userId, clientId, items);
+        if (result.status === 'applied' && result.appended > 0) listeners.poke(userId, result.head, appended);
         return result;
       }),
     pull: (userId, after, limit) =>

@@ -20,6 +20,11 @@
  * 6. **Compaction keeps content.** Board updates of a (user, session) may be
  *    replaced by their `Y.mergeUpdates` at the position of the newest one
  *    they replace, in the same transaction, with `clientId: null`.
+ * 7. **Pokes carry small pushes.** A poke may hand the subscriber the items
+ *    its push appended ({@link StorePokeItems}): exactly what
+ *    `pull(userId, after, n)` returned right after that commit, positions
+ *    `after` < p ≤ head, that user's only. Large pushes poke without them
+ *    (they must fit {@link POKE_ITEMS_MAX_BYTES}).
  */
 import type { Op } from '../core/ops.js';
 
@@ -41,6 +46,41 @@ export type StorePushItem = StoredItem & { readonly seq: number };
 export interface StorePulledItem {
   readonly position: number;
   readonly json: string;
+}
+
+/**
+ * The items one push appended, as a poke hands them to subscribers: the
+ * page `pull(userId, after, …)` returned right after the push committed, up
+ * to the head the poke names. A client whose cursor is exactly `after` may
+ * apply them instead of pulling.
+ */
+export interface StorePokeItems {
+  /** The user's head before the push (0 when the log was empty). */
+  readonly after: number;
+  readonly items: readonly StorePulledItem[];
+}
+
+/**
+ * Most items a poke carries; a larger push pokes without them and clients
+ * pull. Pokes are for the latency of small live changes, pulls for bulk.
+ */
+export const POKE_MAX_ITEMS = 64;
+
+/**
+ * Most bytes of item JSON a poke carries. Under PostgreSQL's NOTIFY payload
+ * limit (8000 bytes) with room for the envelope and a 256-character user id.
+ */
+export const POKE_ITEMS_MAX_BYTES = 7000;
+
+/** `items` when they may travel in a poke (few and small enough), else undefined. */
+export function pokeItems(after: number, items: readonly StorePulledItem[]): StorePokeItems | undefined {
+  if (items.length === 0 || items.length > POKE_MAX_ITEMS) return undefined;
+  let bytes = 0;
+  for (const item of items) {
+    bytes += Buffer.byteLength(item.json) + 24;
+    if (bytes > POKE_ITEMS_MAX_BYTES) return undefined;
+  }
+  return { after, items };
 }
 
 /** What `push` did. */
@@ -71,10 +111,12 @@ export interface ServerStore {
   /** The highest seq stored for (user, client), 0 when none. */
   lastSeq(userId: string, clientId: string): Promise<number>;
   /**
-   * Calls `onPoke(head)` after every committed push that appended items for
-   * `userId`. Resolves once pokes are delivered, with the unsubscribe function.
+   * Calls `onPoke(head, appended?)` after every committed push that appended
+   * items for `userId`; `appended` holds those items when the store passes
+   * them (guarantee 7). Resolves once pokes are delivered, with the
+   * unsubscribe function.
    */
-  subscribe(userId: string, onPoke: (head: number) => void): Promise<() => void>;
+  subscribe(userId: string, onPoke: (head: number, appended?: StorePokeItems) => void): Promise<() => void>;
   /** Releases connections and files; pushes already running finish first. Idempotent. */
   close(): Promise<void>;
 }

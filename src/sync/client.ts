@@ -3,9 +3,11 @@
  * One tab per profile leads (a Web Lock): it queues blackboard changes,
  * pushes the outbox in seq order, pulls the user's items page by page
  * (ops through `applyOps`, one transaction per page; board updates into
- * the boards) and listens to the server's event stream, pulling on a poke,
- * when the browser comes online or the page gets focus, and on an
- * interval. The other tabs hand it their writes and show its status. Any
+ * the boards) and listens to the server's event stream. A poke that carries
+ * its push's items is applied like a pulled page, without a pull, when the
+ * items continue this client's cursor exactly; otherwise the leader pulls,
+ * as it does when the browser comes online or the page gets focus, and on
+ * an interval. While pokes flow, a local write's cycle only pushes. The other tabs hand it their writes and show its status. Any
  * tab's `flush()` runs one push-and-pull itself. Server data is validated
  * before anything is written: a bad page changes nothing and is reported.
  */
@@ -18,7 +20,18 @@ import { checkRow, sessionTables } from '../store/schema.js';
 import type { SyncAdapter, SyncEngine, SyncHost, SyncStatus } from '../store/sync-host.js';
 import { applyRemoteBoard, decodeBoardUpdates, queueBoard } from './boards.js';
 import { readPokes } from './events.js';
-import { DEFAULT_SYNC_LIMITS, ErrorResponseSchema, PullResponseSchema, PushResponseSchema, SYNC_PATHS, parseWire, type PushItem } from './protocol.js';
+import {
+  DEFAULT_SYNC_LIMITS,
+  ErrorResponseSchema,
+  PokeEventSchema,
+  PullResponseSchema,
+  PushResponseSchema,
+  SYNC_PATHS,
+  parseWire,
+  type PokeEvent,
+  type PullItem,
+  type PushItem,
+} from './protocol.js';
 
 /** Options of {@link httpSync}. */
 export interface HttpSyncOptions {
@@ -48,6 +61,13 @@ class HttpFailure extends Error {
     readonly body: unknown,
   ) {
     super(`HTTP ${status}`);
+  }
+}
+
+/** Aborts the transaction of a poke's items that this client already has ('current') or that do not continue its cursor ('stale'). */
+class NotTaken extends Error {
+  constructor(readonly outcome: 'current' | 'stale') {
+    super(`poke items not taken: ${outcome}`);
   }
 }
 
@@ -124,6 +144,10 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   let running: Promise<void> = Promise.resolve();
   /** Set by a nudge or a poke: the leader runs another cycle before it sleeps. */
   let nudged = false;
+  /** The next cycle pulls. Only a local write's cycle may skip the pull, while pokes flow. */
+  let pullWanted = true;
+  /** The event stream is open and subscribed (its first poke came): pokes bring what others push. */
+  let streaming = false;
   let wake: (() => void) | null = null;
   /** Sessions whose board may hold something not queued yet. */
   const dirtyBoards = new Set<string>();
@@ -229,67 +253,97 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       }
       // The server has committed everything up to lastSeq: those rows leave the outbox.
       await db.outbox.where('seq').belowOrEqual(lastSeq).delete();
-      setStatus({ state: 'syncing', pending: await countPending() });
+      // A long outbox shows its progress; after a short one the cycle's end counts what is left.
+      if (rows.length === DEFAULT_SYNC_LIMITS.maxPushItems) setStatus({ state: 'syncing', pending: await countPending() });
     }
   };
 
-  const pull = async (): Promise<void> => {
+  /**
+   * Applies one page of the user's items, a pull's or a poke's, and moves the cursor to `page.cursor`:
+   * ops first in one transaction with applyOps (a board update may belong to a session this page
+   * creates), then the board updates, then the cursor, so a crash before the cursor moves gets the page
+   * again and both ops and updates apply once. With `from` (a poke's items), only when the stored cursor
+   * is exactly `from.after`, read in the ops' transaction: 'current' when it already is `page.cursor`,
+   * 'stale' for any other (the items do not continue it; pull instead). Nothing is applied then.
+   */
+  const applyPage = async (page: { readonly items: readonly PullItem[]; readonly cursor: string | null }, from?: { readonly after: string | null }): Promise<'applied' | 'current' | 'stale'> => {
     const id = await clientId;
+    const ops: Op[] = [];
+    const boardItems: { index: number; sessionId: string; update: string }[] = [];
+    for (const [index, item] of page.items.entries()) {
+      if ('board' in item) {
+        if (item.clientId !== id) boardItems.push({ index, sessionId: item.board.sessionId, update: item.board.update });
+        continue;
+      }
+      if (item.op.userId !== host.userId) {
+        throw new TabulaError('sync/forbidden', `The sync server sent items[${index}].op for user "${item.op.userId}", not "${host.userId}"; nothing of that page was applied.`);
+      }
+      if (item.clientId !== id) ops.push(item.op);
+    }
+    // A board update that a delete of its session follows in this page belongs to a life that ended:
+    // applied after the page's ops, it would land in the session created again.
+    const deletedAt = new Map<string, number>();
+    for (const [index, item] of page.items.entries()) if ('op' in item && item.op.kind === 'session.delete') deletedAt.set(item.op.sessionId, index);
+    const boards = decodeBoardUpdates(boardItems.filter((item) => (deletedAt.get(item.sessionId) ?? -1) < item.index));
+    const conflicts: SaveConflict[] = [];
+    let applied: Op[];
+    try {
+      // A page of this client's own items only moves the cursor (a poke of its own push, mostly): no
+      // reason to lock every session table for that.
+      applied = await db.transaction('rw', ops.length === 0 ? [db.meta] : sessionTables(db), async () => {
+        // The cursor is read, and moved, alongside applyOps' requests rather than before and after them
+        // (IndexedDB runs a transaction's requests in order, so the read sees the old cursor): two round
+        // trips less before the change shows. Items that do not continue the cursor abort the whole
+        // transaction, applyOps and the move with it.
+        const stored = from ? db.meta.get(CURSOR_KEY) : undefined;
+        const moved = boards.size === 0 && page.cursor !== null ? db.meta.put({ key: CURSOR_KEY, value: page.cursor }) : undefined;
+        const [row, done] = await Promise.all([stored, applyOps(db, ops, conflicts), moved]);
+        if (from) {
+          const cursor = typeof row?.value === 'string' ? row.value : null;
+          if (cursor === page.cursor) throw new NotTaken('current');
+          if (cursor !== from.after) throw new NotTaken('stale');
+        }
+        return done;
+      });
+    } catch (error) {
+      if (error instanceof NotTaken) return error.outcome;
+      throw error;
+    }
+    for (const [sessionId, updates] of boards) {
+      // A board of a session that does not exist here (deleted on this device) has nowhere to go.
+      const board = await host.boards.open(sessionId);
+      if (!board) continue;
+      try {
+        await applyRemoteBoard(db, host.userId, sessionId, board, updates);
+      } finally {
+        await board.release();
+      }
+    }
+    if (boards.size > 0 && page.cursor !== null) await db.meta.put({ key: CURSOR_KEY, value: page.cursor });
+    const bySession = new Map<string, { userId: string; sessionId: string; kinds: Set<OpKind>; conflict?: SaveConflictInfo }>();
+    const entryOf = (userId: string, sessionId: string) => {
+      const key = JSON.stringify([userId, sessionId]);
+      const entry = bySession.get(key) ?? { userId, sessionId, kinds: new Set<OpKind>() };
+      bySession.set(key, entry);
+      return entry;
+    };
+    for (const op of applied) entryOf(op.userId, op.sessionId).kinds.add(op.kind);
+    // Only the device whose save lost hears of it; the others just see the winner.
+    for (const { userId, sessionId, lost, won } of conflicts) {
+      if (await host.isLocalOrder(lost.order)) entryOf(userId, sessionId).conflict = { version: lost.version, local: lost.state, remote: won.state };
+    }
+    if (bySession.size > 0) {
+      host.publish([...bySession.values()].map(({ kinds, ...change }) => ({ ...change, kinds: [...kinds] })));
+    }
+    return 'applied';
+  };
+
+  const pull = async (): Promise<void> => {
     for (;;) {
       const stored = await db.meta.get(CURSOR_KEY);
       const cursor = typeof stored?.value === 'string' ? stored.value : null;
       const page = parseWire(PullResponseSchema, await post(SYNC_PATHS.pull, { cursor, limit: DEFAULT_SYNC_LIMITS.maxPullItems }), 'The pull response');
-      const ops: Op[] = [];
-      const boardItems: { index: number; sessionId: string; update: string }[] = [];
-      for (const [index, item] of page.items.entries()) {
-        if ('board' in item) {
-          if (item.clientId !== id) boardItems.push({ index, sessionId: item.board.sessionId, update: item.board.update });
-          continue;
-        }
-        if (item.op.userId !== host.userId) {
-          throw new TabulaError('sync/forbidden', `The sync server sent items[${index}].op for user "${item.op.userId}", not "${host.userId}"; nothing of that page was applied.`);
-        }
-        if (item.clientId !== id) ops.push(item.op);
-      }
-      // A board update that a delete of its session follows in this page belongs to a life that ended:
-      // applied after the page's ops, it would land in the session created again.
-      const deletedAt = new Map<string, number>();
-      for (const [index, item] of page.items.entries()) if ('op' in item && item.op.kind === 'session.delete') deletedAt.set(item.op.sessionId, index);
-      const boards = decodeBoardUpdates(boardItems.filter((item) => (deletedAt.get(item.sessionId) ?? -1) < item.index));
-      const conflicts: SaveConflict[] = [];
-      // Ops first (a board update may belong to a session this page creates), then the boards, then the
-      // cursor: a crash before the cursor moves pulls the page again, and both ops and updates apply once.
-      const applied = await db.transaction('rw', sessionTables(db), async () => {
-        const done = await applyOps(db, ops, conflicts);
-        if (boards.size === 0 && page.cursor !== null) await db.meta.put({ key: CURSOR_KEY, value: page.cursor });
-        return done;
-      });
-      for (const [sessionId, updates] of boards) {
-        // A board of a session that does not exist here (deleted on this device) has nowhere to go.
-        const board = await host.boards.open(sessionId);
-        if (!board) continue;
-        try {
-          await applyRemoteBoard(db, host.userId, sessionId, board, updates);
-        } finally {
-          await board.release();
-        }
-      }
-      if (boards.size > 0 && page.cursor !== null) await db.meta.put({ key: CURSOR_KEY, value: page.cursor });
-      const bySession = new Map<string, { userId: string; sessionId: string; kinds: Set<OpKind>; conflict?: SaveConflictInfo }>();
-      const entryOf = (userId: string, sessionId: string) => {
-        const key = JSON.stringify([userId, sessionId]);
-        const entry = bySession.get(key) ?? { userId, sessionId, kinds: new Set<OpKind>() };
-        bySession.set(key, entry);
-        return entry;
-      };
-      for (const op of applied) entryOf(op.userId, op.sessionId).kinds.add(op.kind);
-      // Only the device whose save lost hears of it; the others just see the winner.
-      for (const { userId, sessionId, lost, won } of conflicts) {
-        if (await host.isLocalOrder(lost.order)) entryOf(userId, sessionId).conflict = { version: lost.version, local: lost.state, remote: won.state };
-      }
-      if (bySession.size > 0) {
-        host.publish([...bySession.values()].map(({ kinds, ...change }) => ({ ...change, kinds: [...kinds] })));
-      }
+      await applyPage(page);
       if (!page.more) return;
     }
   };
@@ -305,14 +359,18 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     return new TabulaError('sync/offline', 'The sync server is unreachable; local writes are queued and sync resumes by itself.', { cause: error });
   };
 
-  /** One push-and-pull; serialized, so flush() and the leader never overlap in this tab. */
-  const cycle = (): Promise<void> => {
+  /**
+   * One push-and-pull (push only, when `pulling` is false); serialized, so flush() and the leader
+   * never overlap in this tab.
+   */
+  const cycle = (pulling = true): Promise<void> => {
     const next = running.then(async () => {
       if (closed) throw new TabulaError('storage/closed', `Tabula "${host.name}" is closed; sync stopped.`);
-      setStatus({ state: 'syncing', pending: await countPending() });
+      // Pending as last counted (every local write recounts it): counting here would delay the push.
+      setStatus({ state: 'syncing' });
       try {
         await push();
-        await pull();
+        if (pulling) await pull();
         failures = 0;
         setStatus({ state: 'idle', pending: await countPending(), lastSyncedAt: Date.now() });
       } catch (error) {
@@ -329,9 +387,45 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     return next;
   };
 
+  /** Wakes the leader for a cycle that pulls. */
   const nudge = () => {
+    pullWanted = true;
     nudged = true;
     wake?.();
+  };
+
+  /** A poke's data as the protocol has it; null for one this client cannot read (it then pulls). */
+  const pokeOf = (data: string): PokeEvent | null => {
+    try {
+      const parsed = safeParse(PokeEventSchema, JSON.parse(data));
+      return parsed.success ? parsed.data : null;
+    } catch {
+      return null;
+    }
+  };
+
+  /**
+   * A poke from the event stream. One that carries its push's items is applied at once, without a
+   * pull, when they continue this client's cursor exactly (serialized with the cycles, never while
+   * paused); any other poke, or one whose items do not continue the cursor or fail to apply, wakes the
+   * leader's cycle, whose pull gets (and reports on) the same items.
+   */
+  const onPoke = (data: string) => {
+    const poke = pokeOf(data);
+    if (poke?.items === undefined || poke.after === undefined) return nudge();
+    const page = { items: poke.items, cursor: poke.cursor };
+    const from = { after: poke.after };
+    const taken = running.then(() => (closed || paused ? 'stale' : applyPage(page, from)));
+    running = taken.then(
+      () => undefined,
+      () => undefined,
+    );
+    taken.then(
+      (outcome) => {
+        if (outcome === 'stale') nudge();
+      },
+      () => nudge(),
+    );
   };
 
   /** Keeps `pending` current while no cycle runs (paused, offline, unauthorized). */
@@ -344,10 +438,16 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     );
   };
 
-  /** A local write: the leader pushes at once, unless it is backing off (a nudge per write would be a retry storm). */
+  /**
+   * A local write: the leader pushes at once, unless it is backing off (a nudge per write would be a
+   * retry storm). It pulls too only when pokes do not flow: a pull right after each push would find
+   * the device's own items, and keep the leader busy when the next write wants to push.
+   */
   const localWrite = () => {
     refreshPending();
-    if (failures === 0) nudge();
+    if (failures !== 0) return;
+    nudged = true;
+    wake?.();
   };
 
   /** Pokes from the server's event stream wake the leader; reconnects with backoff while it leads. */
@@ -371,9 +471,15 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
           setStatus({ state: 'idle' });
           nudge();
         }
-        await readPokes(response.body, closing.signal, nudge);
+        // The server pokes once it has subscribed: from then on, pokes bring what others push.
+        await readPokes(response.body, closing.signal, (data) => {
+          streaming = true;
+          onPoke(data);
+        });
       } catch {
         streamFailures += 1;
+      } finally {
+        streaming = false;
       }
       if (closed) return;
       // The stream ended or failed: pokes may have been missed meanwhile.
@@ -390,11 +496,22 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     try {
       while (!closed) {
         nudged = false;
-        if (!paused && status.state !== 'unauthorized') await cycle().catch(() => undefined);
+        const pulling = pullWanted || !streaming;
+        pullWanted = false;
+        if (!paused && status.state !== 'unauthorized') {
+          // A cycle that failed pulls when retried.
+          await cycle(pulling).catch(() => void (pullWanted = true));
+        } else {
+          pullWanted ||= pulling;
+        }
         if (closed) break;
         if (nudged && failures === 0) continue;
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, failures === 0 ? pollMs : backoff(pollMs, failures));
+          const timer = setTimeout(() => {
+            // The poll: pull whatever a lost poke did not bring.
+            pullWanted = true;
+            resolve();
+          }, failures === 0 ? pollMs : backoff(pollMs, failures));
           wake = () => {
             clearTimeout(timer);
             resolve();
@@ -438,7 +555,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
-    flush: () => cycle(),
+    flush: () => cycle(true),
     pause() {
       paused = true;
     },

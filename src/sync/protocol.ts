@@ -11,7 +11,7 @@
  * ```
  * POST /v1/push  {clientId, items: [{seq, op} | {seq, board: {sessionId, update}}]} → {lastSeq}
  * POST /v1/pull  {cursor, limit?} → {items: [{clientId, op} | {clientId, board}], cursor, more}
- * GET  /v1/events  text/event-stream of `poke` events ({cursor}) and `:` heartbeat comments
+ * GET  /v1/events  text/event-stream of `poke` events ({cursor, after?, items?}) and `:` heartbeat comments
  * GET  /v1/health  {ok: true, protocol}
  * errors         {error: {code, message, lastSeq?}}
  * ```
@@ -147,12 +147,22 @@ export const PullResponseSchema = z.strictObject({
   more: z.boolean(),
 }) as unknown as z.ZodMiniType<PullResponse>;
 
-/** The `data` of a `poke` event: the user's items now reach `cursor`. */
+/**
+ * The `data` of a `poke` event: the user's items now reach `cursor`. After a
+ * small push the poke also carries what it appended: `items` are exactly
+ * what a pull from `after` (null: from the start) returns up to `cursor`. A
+ * client may apply them only when its cursor is exactly `after`; any other
+ * client pulls.
+ */
 export interface PokeEvent {
   readonly cursor: string;
+  readonly after?: string | null;
+  readonly items?: readonly PullItem[];
 }
-/** The zod schema of a {@link PokeEvent}. */
-export const PokeEventSchema: z.ZodMiniType<PokeEvent> = z.strictObject({ cursor: CursorSchema });
+/** The zod schema of a {@link PokeEvent}; its items are checked as a pull's are. */
+export const PokeEventSchema = z
+  .strictObject({ cursor: CursorSchema, after: z.optional(z.nullable(CursorSchema)), items: z.optional(z.array(PullItemSchema).check(z.minLength(1))) })
+  .check(z.refine((poke) => (poke.after === undefined) === (poke.items === undefined), 'a poke holds `after` and `items` together or neither')) as unknown as z.ZodMiniType<PokeEvent>;
 
 /** The codes a sync server answers with. */
 export type SyncErrorCode = 'sync/unauthorized' | 'sync/forbidden' | 'sync/gap' | 'sync/too-large' | 'sync/not-found' | 'schema/invalid' | 'storage/failed';

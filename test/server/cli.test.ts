@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { PullResponseSchema } from '../../src/sync/index.js';
+import { PokeEventSchema, PullResponseSchema } from '../../src/sync/index.js';
 import { noteOp, sseReader, tokenFor, uniqueUser } from './helpers.js';
 import { runCli, startServerProcess } from './process.js';
 
@@ -62,8 +62,11 @@ describe('two server processes on one PostgreSQL', () => {
       expect(await events.next()).toEqual({ event: 'poke', data: '{"cursor":"0"}' });
       const items = [1, 2, 3].map((seq) => ({ seq, op: noteOp(alice, 's', seq) }));
       expect((await post(`${one.url}/v1/push`, { clientId: 'laptop', items }, token)).json).toEqual({ lastSeq: 3 });
-      expect(await events.next()).toEqual({ event: 'poke', data: '{"cursor":"3"}' });
+      const poke = await events.next();
       const pulled = PullResponseSchema.parse((await post(`${two.url}/v1/pull`, { cursor: null }, token)).json);
+      // The items crossed instances in the NOTIFY payload, as instance 2 would serve them.
+      expect(poke.event).toBe('poke');
+      expect(PokeEventSchema.parse(JSON.parse(poke.data))).toEqual({ cursor: '3', after: null, items: pulled.items });
       expect(pulled.items.map((item) => ('op' in item ? item.op.id : ''))).toEqual(items.map((item) => item.op.id));
       expect(pulled.items.every((item) => item.clientId === 'laptop')).toBe(true);
       await events.close();

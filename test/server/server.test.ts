@@ -13,7 +13,7 @@ import path from 'node:path';
 import { SignJWT, exportJWK } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSyncServer, sqliteStore, type ServerStore, type SyncServer, type SyncServerOptions } from '../../src/server/index.js';
-import { ErrorResponseSchema, PullResponseSchema, type PullResponse } from '../../src/sync/index.js';
+import { ErrorResponseSchema, PokeEventSchema, PullResponseSchema, type PullResponse } from '../../src/sync/index.js';
 import { SECRET, boardOf, boardWriter, call, noteOp, sseReader, tokenFor, uniqueUser } from './helpers.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tabula-server-'));
@@ -357,9 +357,29 @@ describe('events', () => {
     const stream = await events(server, ta);
     expect(await stream.next()).toEqual({ event: 'poke', data: '{"cursor":"2"}' });
     await call(server, '/v1/push', { clientId: 'c', items: notes(bob, 1, 5) }, tb);
-    await call(server, '/v1/push', { clientId: 'c', items: notes(alice, 3, 3) }, ta);
+    const third = notes(alice, 3, 3);
+    await call(server, '/v1/push', { clientId: 'c', items: third }, ta);
     // Bob's push came first; had it poked alice, the next event would say something else.
-    expect(await stream.next()).toEqual({ event: 'poke', data: '{"cursor":"3"}' });
+    const poke = await stream.next();
+    expect(poke.event).toBe('poke');
+    // A small push travels in its poke: what a pull from the old head returns, and nothing of bob's.
+    const pulled = PullResponseSchema.parse((await call(server, '/v1/pull', { cursor: '2' }, ta)).json);
+    expect(PokeEventSchema.parse(JSON.parse(poke.data))).toEqual({ cursor: '3', after: '2', items: pulled.items });
+    expect(pulled.items).toEqual([{ clientId: 'c', op: third[0]!.op }]);
+    await stream.close();
+  });
+
+  it('pokes with a push’s items only when they are few and small, and names the start of the log as after: null', async () => {
+    const { server } = start();
+    const alice = uniqueUser('alice');
+    const ta = await tokenFor(alice);
+    const stream = await events(server, ta);
+    expect(await stream.next()).toEqual({ event: 'poke', data: '{"cursor":"0"}' });
+    const first = notes(alice, 1, 2);
+    await call(server, '/v1/push', { clientId: 'c', items: first }, ta);
+    expect(PokeEventSchema.parse(JSON.parse((await stream.next()).data))).toEqual({ cursor: '2', after: null, items: first.map(({ op }) => ({ clientId: 'c', op })) });
+    await call(server, '/v1/push', { clientId: 'c', items: notes(alice, 3, 102) }, ta);
+    expect(await stream.next()).toEqual({ event: 'poke', data: '{"cursor":"102"}' });
     await stream.close();
   });
 

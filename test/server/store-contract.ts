@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Op } from '../../src/core/index.js';
-import type { ServerStore, StorePushItem, StoreOptions } from '../../src/server/index.js';
+import type { ServerStore, StorePokeItems, StorePushItem, StoreOptions } from '../../src/server/index.js';
 import { boardOf, boardWriter, decodePulled, noteOp, uniqueUser, type DecodedItem } from './helpers.js';
 
 /** What a store implementation provides to the suite. */
@@ -46,6 +46,20 @@ async function watch(store: ServerStore, userId: string): Promise<{ poked: Promi
   });
   const off = await store.subscribe(userId, (head) => resolvePoke(head));
   return { poked, off };
+}
+
+/** Every poke `store` makes for `userId`, with the items it carried (decoded), as they come. */
+async function pokesOf(store: ServerStore, userId: string): Promise<{ pokes: { head: number; appended?: { after: number; items: DecodedItem[] } }[]; off: () => void }> {
+  const pokes: { head: number; appended?: { after: number; items: DecodedItem[] } }[] = [];
+  const off = await store.subscribe(userId, (head: number, appended?: StorePokeItems) =>
+    pokes.push(appended ? { head, appended: { after: appended.after, items: appended.items.map(decodePulled) } } : { head }),
+  );
+  return { pokes, off };
+}
+
+/** What a pull from `after` returns now, decoded: a poke's items must equal it. */
+async function pulledAfter(store: ServerStore, userId: string, after: number): Promise<DecodedItem[]> {
+  return (await store.pull(userId, after, 1000)).items.map(decodePulled);
 }
 
 export function runServerStoreTests(name: string, setup: StoreSetup): void {
@@ -163,6 +177,52 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
       await store.close();
     });
 
+    it('a poke carries the items of a small push, exactly what a pull from the old head returns, to that user only', async () => {
+      const { store } = await setup.create({ compactBoardAfter: 2 });
+      const alice = uniqueUser('alice');
+      const bob = uniqueUser('bob');
+      const a = await pokesOf(store, alice);
+      const b = await pokesOf(store, bob);
+      await store.push(alice, 'laptop', ops(alice, 1, 3));
+      await expect.poll(() => a.pokes.length).toBe(1);
+      expect(a.pokes[0]).toEqual({ head: 3, appended: { after: 0, items: await pulledAfter(store, alice, 0) } });
+      expect(a.pokes[0]!.appended!.items.map((item) => item.position)).toEqual([1, 2, 3]);
+      // Board updates, compacted as they land: the poke holds what a pull gets after compaction.
+      const board = boardWriter();
+      for (let seq = 4; seq <= 6; seq++) {
+        await store.push(alice, 'laptop', [{ seq, board: { sessionId: 's1', update: board.write(`k${seq}`, 'v') } }]);
+        await expect.poll(() => a.pokes.length).toBe(seq - 2);
+        expect(a.pokes[seq - 3]).toEqual({ head: seq, appended: { after: seq - 1, items: await pulledAfter(store, alice, seq - 1) } });
+      }
+      expect(a.pokes[3]!.appended!.items).toEqual([expect.objectContaining({ position: 6, clientId: null })]);
+      // A retry appends nothing and pokes nobody; bob's push pokes bob with bob's items only.
+      await store.push(alice, 'laptop', ops(alice, 1, 3));
+      await store.push(bob, 'phone', ops(bob, 1, 1));
+      await expect.poll(() => b.pokes.length).toBe(1);
+      expect(b.pokes[0]!.appended!.items.map((item) => ('op' in item ? item.op.userId : null))).toEqual([bob]);
+      expect(a.pokes).toHaveLength(4);
+      expect(a.pokes.flatMap((poke) => poke.appended?.items ?? []).every((item) => !('op' in item) || item.op.userId === alice)).toBe(true);
+      a.off();
+      b.off();
+      await store.close();
+    });
+
+    it('a push too large for a poke pokes without its items', async () => {
+      const { store } = await setup.create();
+      const alice = uniqueUser('alice');
+      const { pokes, off } = await pokesOf(store, alice);
+      // Too many items, then few items of too many bytes: both heads are poked, neither push's items travel.
+      await store.push(alice, 'c', ops(alice, 1, 65));
+      const long = Array.from({ length: 20 }, (_, i) => ({ seq: 66 + i, op: noteOp(alice, 's1', 66 + i, 'x'.repeat(500)) }));
+      await store.push(alice, 'c', long);
+      await store.push(alice, 'c', ops(alice, 86, 86));
+      await expect.poll(() => pokes.length).toBe(3);
+      expect(pokes.slice(0, 2)).toEqual([{ head: 65 }, { head: 85 }]);
+      expect(pokes[2]).toEqual({ head: 86, appended: { after: 85, items: await pulledAfter(store, alice, 85) } });
+      off();
+      await store.close();
+    });
+
     it('lands concurrent pushes of two clients of one user, each once, positions without holes', async () => {
       const { store } = await setup.create();
       const alice = uniqueUser('alice');
@@ -233,9 +293,13 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
         const peer = await peerOf();
         const alice = uniqueUser('alice');
         const { poked, off } = await watch(peer, alice);
+        const carried = await pokesOf(peer, alice);
         await store.push(alice, 'c', ops(alice, 1, 3));
         expect(await poked).toBe(3);
         off();
+        await expect.poll(() => carried.pokes.length).toBe(1);
+        expect(carried.pokes[0]).toEqual({ head: 3, appended: { after: 0, items: await pulledAfter(peer, alice, 0) } });
+        carried.off();
         expect(await pullAll(peer, alice)).toHaveLength(3);
         await peer.close();
         await store.close();

@@ -425,7 +425,7 @@ async function fuzz(seed: number): Promise<void> {
   }
 }
 
-/** A fetch to `server` that keeps the text of every answer. */
+/** A fetch to `server` that keeps the text of every answer, and of every event its streams carry. */
 function recording(server: SyncServer): { fetch: typeof fetch; answers: string[] } {
   const answers: string[] = [];
   const via = viaServer(server);
@@ -433,8 +433,15 @@ function recording(server: SyncServer): { fetch: typeof fetch; answers: string[]
     answers,
     fetch: async (input, init) => {
       const response = await via(input, init);
-      // The event stream stays open; its pokes carry no data.
-      if (response.headers.get('content-type')?.startsWith('text/event-stream')) return response;
+      // The event stream stays open: its pokes (which carry small pushes' items) are kept as they come.
+      if (response.headers.get('content-type')?.startsWith('text/event-stream') && response.body) {
+        const [kept, passed] = response.body.tee();
+        void (async () => {
+          const reader = kept.pipeThrough(new TextDecoderStream()).getReader();
+          for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) answers.push(chunk.value);
+        })();
+        return new Response(passed, { status: response.status, headers: response.headers });
+      }
       const text = await response.text();
       answers.push(text);
       return new Response(text, { status: response.status, headers: response.headers });
@@ -474,8 +481,10 @@ describe('sync: users of one server', () => {
     await aliceFresh.sync?.flush();
     for (const device of [phone, laptop, aliceFresh]) expect((await device.sessions()).map((s) => s.sessionId)).toEqual(['secret-chat']);
 
-    // Nothing of alice's ever reached bob, and nothing of bob's reached alice, in any answer.
+    // Nothing of alice's ever reached bob, and nothing of bob's reached alice, in any answer or poke.
     expect(bobNet.answers.length).toBeGreaterThan(0);
+    // Bob's stream carried the items of bob's own pushes, so pokes with items were recorded and checked.
+    expect(bobNet.answers.some((answer) => answer.includes('event: poke') && answer.includes('bob text'))).toBe(true);
     for (const answer of bobNet.answers) for (const secret of [alice, 'alice-only', 'alice-pin', 'alice-note', 'alice-cp', 'secret-chat']) expect(answer).not.toContain(secret);
     for (const answer of aliceNet.answers) for (const secret of [bob, 'bob text', 'planted']) expect(answer).not.toContain(secret);
     for (const device of [phone, laptop, aliceFresh, bobDevice, bobFresh]) await device.close();
