@@ -94,6 +94,37 @@ describe('blackboard persistence: compaction bounds', () => {
   });
 });
 
+describe('blackboard persistence: a compaction that fails', () => {
+  it('is reported, and the board is loaded without it', async () => {
+    const { name, expected } = await logOf(4);
+    // Once y-indexeddb has loaded the log, every readwrite transaction on this database aborts (a full
+    // disk, a blocked store): compaction's does.
+    let armed = false;
+    const proto = IDBDatabase.prototype;
+    // Wrapped and restored below; it is always called with its database as `this`.
+    // eslint-disable-next-line @typescript-eslint/unbound-method
+    const original = proto.transaction;
+    proto.transaction = function (this: IDBDatabase, ...args: Parameters<typeof original>) {
+      const tx = original.apply(this, args);
+      if (armed && this.name === name && tx.mode === 'readwrite') queueMicrotask(() => tx.abort());
+      return tx;
+    } as typeof original;
+    try {
+      const reopened = persist(name, { compactAboveRows: 2 });
+      void reopened.persistence.provider.whenSynced.then(() => (armed = true));
+      await reopened.persistence.whenLoaded;
+      expect(reopened.doc.getMap('m').toJSON()).toEqual(expected);
+      expect(reopened.errors).toHaveLength(1);
+      expect(reopened.errors[0]).toMatchObject({ code: 'storage/failed', message: `Could not compact the blackboard database "${name}".` });
+      // fake-indexeddb reports the abort as a failed request first; a browser may report either.
+      expect((reopened.errors[0]?.cause as Error).message).toMatch(/^IndexedDB transaction (aborted|failed)$/);
+      await expect(reopened.persistence.flushed()).rejects.toThrow(/^IndexedDB transaction (aborted|failed)$/);
+    } finally {
+      proto.transaction = original;
+    }
+  });
+});
+
 describe('blackboard persistence: flushed()', () => {
   it('resolves only after every update written before it has committed', async () => {
     const name = uniqueName('bb-flush');
