@@ -27,6 +27,7 @@ describe('blackboard persistence: its database deleted by another connection', (
     expect(doc.getMap('m').toJSON()).toEqual({ before: 1, after: 2 });
     expect(errors).toHaveLength(1);
     expect(errors[0]).toMatchObject({ code: 'storage/failed', message: expect.stringContaining(`Could not store a blackboard change in "${name}"`) as unknown });
+    expect(errors[0]?.cause).toBeInstanceOf(Error); // IndexedDB's own error, for the console
     await persistence.close();
     // After close() the doc's changes no longer reach the (closed) store at all: nothing more is reported.
     doc.getMap('m').set('closed', 3);

@@ -84,6 +84,23 @@ describe('blackboard persistence: compaction bounds', () => {
     expect(rebuilt.doc.getMap('m').toJSON()).toEqual(expected);
   });
 
+  it('compact() keeps rows another connection wrote after this doc loaded', async () => {
+    const name = uniqueName('bb-two');
+    const first = persist(name, { compactAboveRows: Number.MAX_SAFE_INTEGER });
+    await first.persistence.whenLoaded;
+    first.doc.getMap('m').set('mine', 1);
+    await first.persistence.flushed();
+    // Another tab's doc on the same database, with no channel to this one: its rows reach only the log.
+    const second = persist(name, { compactAboveRows: Number.MAX_SAFE_INTEGER });
+    await second.persistence.whenLoaded;
+    second.doc.getMap('m').set('theirs', 2);
+    await second.persistence.flushed();
+    expect((await first.persistence.compact()).rowsAfter).toBe(1);
+    const rebuilt = persist(name, { compactAboveRows: Number.MAX_SAFE_INTEGER });
+    await rebuilt.persistence.whenLoaded;
+    expect(rebuilt.doc.getMap('m').toJSON()).toEqual({ mine: 1, theirs: 2 });
+  });
+
   it('compact() of an empty log changes nothing', async () => {
     const name = uniqueName('bb-empty');
     const { persistence } = persist(name, { compactAboveRows: Number.MAX_SAFE_INTEGER });
