@@ -24,7 +24,7 @@ async function outboxOf(name: string): Promise<OutboxRow[]> {
   }
 }
 
-const opKinds = (rows: readonly OutboxRow[]) => rows.map((row) => ('op' in row ? `${row.op.userId}:${row.op.kind}` : 'board'));
+const opKinds = (rows: readonly OutboxRow[]) => rows.map((row) => (row.op ? `${row.op.userId}:${row.op.kind}` : 'board'));
 
 describe('the outbox a local write fills', () => {
   it('holds only the synced user’s ops, without a stream’s partial states, numbered without a gap', async () => {
@@ -49,7 +49,7 @@ describe('the outbox a local write fills', () => {
     expect(rows.map((row) => row.seq)).toEqual(rows.map((_, index) => index + 1));
     expect(opKinds(rows)).toEqual(['alice:session.create', 'alice:message.append', 'alice:message.update', 'alice:note.add']);
     // The stream's op that reached the outbox is its final state, not a partial one.
-    const update = rows[2] && 'op' in rows[2] ? rows[2].op : undefined;
+    const update = rows[2]?.op;
     expect(update?.kind === 'message.update' && update.body.status).toBe('complete');
     expect((await theirs.messages()).map((m) => m.content)).toEqual(['not for alice']);
   });
