@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Tabula } from '../../../src/index.js';
 import { createDb, type OutboxRow } from '../../../src/store/schema.js';
-import { pausedDevice, startServer, viaServer } from '../sync/helpers.js';
+import { httpSync } from '../../../src/sync/index.js';
 import { freshTabula } from './helpers.js';
 
 const opened: Tabula[] = [];
@@ -28,11 +28,11 @@ const opKinds = (rows: readonly OutboxRow[]) => rows.map((row) => (row.op ? `${r
 
 describe('the outbox a local write fills', () => {
   it('holds only the synced user’s ops, without a stream’s partial states, numbered without a gap', async () => {
-    const server = startServer();
-    const tabula = await pausedDevice('alice', viaServer(server));
+    // A device that never reaches its server (every request fails) and is paused: the outbox keeps every row.
+    const offline = () => Promise.reject(new Error('offline'));
+    const tabula = await freshTabula({ userId: 'alice', sync: httpSync({ url: 'http://sync.test', token: 'token', fetch: offline, pollIntervalMs: 3_600_000 }) });
+    tabula.sync?.pause();
     opened.push(tabula);
-    // The first cycle (started while opening) is over: from here on nothing is pushed, so the outbox keeps every row.
-    await tabula.sync?.flush();
     const mine = await tabula.session('chat');
     await mine.append({ role: 'user', content: 'hi' });
     // Another user's session on the same profile: stored here, never sent as alice's.
@@ -45,7 +45,7 @@ describe('the outbox a local write fills', () => {
     await stream.done();
     await mine.note('done');
 
-    const rows = await outboxOf((tabula as Tabula & { dbName: string }).dbName);
+    const rows = await outboxOf(tabula.dbName);
     expect(rows.map((row) => row.seq)).toEqual(rows.map((_, index) => index + 1));
     expect(opKinds(rows)).toEqual(['alice:session.create', 'alice:message.append', 'alice:message.update', 'alice:note.add']);
     // The stream's op that reached the outbox is its final state, not a partial one.
