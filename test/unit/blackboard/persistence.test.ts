@@ -84,6 +84,23 @@ describe('blackboard persistence: compaction bounds', () => {
     expect(rebuilt.doc.getMap('m').toJSON()).toEqual(expected);
   });
 
+  it('compact() keeps rows another connection wrote after this doc loaded', async () => {
+    const name = uniqueName('bb-two');
+    const first = persist(name, { compactAboveRows: Number.MAX_SAFE_INTEGER });
+    await first.persistence.whenLoaded;
+    first.doc.getMap('m').set('mine', 1);
+    await first.persistence.flushed();
+    // Another tab's doc on the same database, with no channel to this one: its rows reach only the log.
+    const second = persist(name, { compactAboveRows: Number.MAX_SAFE_INTEGER });
+    await second.persistence.whenLoaded;
+    second.doc.getMap('m').set('theirs', 2);
+    await second.persistence.flushed();
+    expect((await first.persistence.compact()).rowsAfter).toBe(1);
+    const rebuilt = persist(name, { compactAboveRows: Number.MAX_SAFE_INTEGER });
+    await rebuilt.persistence.whenLoaded;
+    expect(rebuilt.doc.getMap('m').toJSON()).toEqual({ mine: 1, theirs: 2 });
+  });
+
   it('compact() of an empty log changes nothing', async () => {
     const name = uniqueName('bb-empty');
     const { persistence } = persist(name, { compactAboveRows: Number.MAX_SAFE_INTEGER });
@@ -91,6 +108,37 @@ describe('blackboard persistence: compaction bounds', () => {
     const { rows } = await persistence.size();
     expect(await persistence.compact()).toEqual({ rowsBefore: rows, rowsAfter: rows });
     expect((await persistence.size()).rows).toBe(rows);
+  });
+});
+
+describe('blackboard persistence: a compaction that fails', () => {
+  it('is reported, and the board is loaded without it', async () => {
+    const { name, expected } = await logOf(4);
+    // Once y-indexeddb has loaded the log, every readwrite transaction on this database aborts (a full
+    // disk, a blocked store): compaction's does.
+    let armed = false;
+    const proto = IDBDatabase.prototype;
+    // Wrapped and restored below; it is always called with its database as `this`.
+    // eslint-disable-next-line @typescript-eslint/unbound-method
+    const original = proto.transaction;
+    proto.transaction = function (this: IDBDatabase, ...args: Parameters<typeof original>) {
+      const tx = original.apply(this, args);
+      if (armed && this.name === name && tx.mode === 'readwrite') queueMicrotask(() => tx.abort());
+      return tx;
+    } as typeof original;
+    try {
+      const reopened = persist(name, { compactAboveRows: 2 });
+      void reopened.persistence.provider.whenSynced.then(() => (armed = true));
+      await reopened.persistence.whenLoaded;
+      expect(reopened.doc.getMap('m').toJSON()).toEqual(expected);
+      expect(reopened.errors).toHaveLength(1);
+      expect(reopened.errors[0]).toMatchObject({ code: 'storage/failed', message: `Could not compact the blackboard database "${name}".` });
+      // fake-indexeddb reports the abort as a failed request first; a browser may report either.
+      expect((reopened.errors[0]?.cause as Error).message).toMatch(/^IndexedDB transaction (aborted|failed)$/);
+      await expect(reopened.persistence.flushed()).rejects.toThrow(/^IndexedDB transaction (aborted|failed)$/);
+    } finally {
+      proto.transaction = original;
+    }
   });
 });
 

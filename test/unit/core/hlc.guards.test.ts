@@ -95,6 +95,16 @@ describe('order keys', () => {
     }
   });
 
+  it('parses strings only: a value that merely stringifies to a key is refused (keys arrive from other tabs and devices)', () => {
+    const good = key(1_700_000_000_000, 1, 'tab');
+    const lookalike = { toString: () => good };
+    expect(() => parseHlc(lookalike as unknown as string)).toThrow(expect.objectContaining({ code: 'schema/invalid' }) as Error);
+    const clock = createHlc({ clientId: 'me', wallClock: () => 5 });
+    expect(() => clock.receive(lookalike as unknown as string)).toThrow(expect.objectContaining({ code: 'schema/invalid' }) as Error);
+    // The refused key moved nothing: the clock's next key is its own first one.
+    expect(parseHlc(clock.now())).toEqual({ wallMs: 5, counter: 0, clientId: 'me' });
+  });
+
   it('sub-order keys sort right after their op and before the next key, and map back to it', () => {
     const order = key(5, 1, 'a');
     const rows = [subOrder(order, 10), subOrder(order, 2), subOrder(order, 0)];

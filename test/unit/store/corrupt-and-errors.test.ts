@@ -57,6 +57,32 @@ describe('corrupt rows', () => {
     await tabula.close();
   });
 
+  it('a write to a session whose row is corrupt is refused by name and changes nothing', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    await session.append({ role: 'user', content: 'kept' });
+    const db = indexedDB.open(tabula.dbName);
+    const row = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      db.onsuccess = () => {
+        const request = db.result.transaction('sessions').objectStore('sessions').get(['anonymous', 's']);
+        request.onsuccess = () => resolve(request.result as Record<string, unknown>);
+        request.onerror = () => reject(request.error ?? new Error('get failed'));
+        db.result.close();
+      };
+    });
+    await rawPut(tabula.dbName, 'sessions', { ...row, version: 'seven' });
+    await expect(session.append({ role: 'user', content: 'lost?' })).rejects.toMatchObject({
+      code: 'schema/invalid',
+      message: expect.stringContaining('table "sessions"') as unknown,
+    });
+    await expect(session.note('n')).rejects.toMatchObject({ code: 'schema/invalid' });
+    // Nothing of the refused writes was stored.
+    await rawPut(tabula.dbName, 'sessions', row);
+    expect((await session.messages()).map((m) => m.content)).toEqual(['kept']);
+    expect(await session.notes()).toEqual([]);
+    await tabula.close();
+  });
+
   it('a foreign session row is refused by name, other sessions still list', async () => {
     const tabula = await freshTabula();
     await tabula.session('good');

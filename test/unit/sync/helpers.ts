@@ -1,5 +1,5 @@
 /** Sync client tests: a real sync server (SQLite on a temp file) called in-process, and devices on fake-indexeddb. */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll } from 'vitest';
@@ -22,6 +22,9 @@ afterAll(async () => {
 
 /** A sync server on its own SQLite file, closed after the test file. */
 export function startServer(): SyncServer {
+  // Again here: under `isolate: false` (the mutation runs) this module is shared by the test files, and the
+  // first file's afterAll has removed the directory.
+  mkdirSync(dir, { recursive: true });
   const store = sqliteStore(path.join(dir, `server-${++serverCount}.db`));
   const server = createSyncServer({ store, auth: { secret: SECRET } });
   servers.push({ store, server });

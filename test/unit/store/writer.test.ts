@@ -1,0 +1,65 @@
+/**
+ * What a local write queues for sync (src/store/writer.ts): only the ops of
+ * the user this profile syncs as, never a stream's in-between states, in
+ * seq order 1, 2, 3… with no gap (the server refuses gaps); a write while
+ * sync is off queues nothing.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Tabula } from '../../../src/index.js';
+import { createDb, type OutboxRow } from '../../../src/store/schema.js';
+import { httpSync } from '../../../src/sync/index.js';
+import { freshTabula } from './helpers.js';
+
+const opened: Tabula[] = [];
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((tabula) => tabula.close()));
+});
+
+async function outboxOf(name: string): Promise<OutboxRow[]> {
+  const db = createDb(name);
+  try {
+    return await db.outbox.toArray();
+  } finally {
+    db.close();
+  }
+}
+
+const opKinds = (rows: readonly OutboxRow[]) => rows.map((row) => (row.op ? `${row.op.userId}:${row.op.kind}` : 'board'));
+
+describe('the outbox a local write fills', () => {
+  it('holds only the synced user’s ops, without a stream’s partial states, numbered without a gap', async () => {
+    // A device that never reaches its server (every request fails) and is paused: the outbox keeps every row.
+    const offline = () => Promise.reject(new Error('offline'));
+    const tabula = await freshTabula({ userId: 'alice', sync: httpSync({ url: 'http://sync.test', token: 'token', fetch: offline, pollIntervalMs: 3_600_000 }) });
+    tabula.sync?.pause();
+    opened.push(tabula);
+    const mine = await tabula.session('chat');
+    await mine.append({ role: 'user', content: 'hi' });
+    // Another user's session on the same profile: stored here, never sent as alice's.
+    const theirs = await tabula.session('chat', { userId: 'bob' });
+    await theirs.append({ role: 'user', content: 'not for alice' });
+    await theirs.note('bob only');
+    const stream = await mine.stream({ role: 'assistant' });
+    stream.write('Hel');
+    stream.write('lo');
+    await stream.done();
+    await mine.note('done');
+
+    const rows = await outboxOf(tabula.dbName);
+    expect(rows.map((row) => row.seq)).toEqual(rows.map((_, index) => index + 1));
+    expect(opKinds(rows)).toEqual(['alice:session.create', 'alice:message.append', 'alice:message.update', 'alice:note.add']);
+    // The stream's op that reached the outbox is its final state, not a partial one.
+    const update = rows[2]?.op;
+    expect(update?.kind === 'message.update' && update.body.status).toBe('complete');
+    expect((await theirs.messages()).map((m) => m.content)).toEqual(['not for alice']);
+  });
+
+  it('stays empty while sync is off', async () => {
+    const tabula = await freshTabula({ userId: 'alice' });
+    opened.push(tabula);
+    const session = await tabula.session('chat');
+    await session.append({ role: 'user', content: 'hi' });
+    await session.note('n');
+    expect(await outboxOf(tabula.dbName)).toEqual([]);
+  });
+});
