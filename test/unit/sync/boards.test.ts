@@ -147,7 +147,8 @@ describe('httpSync: blackboards', () => {
   });
 
   describe('a session deleted on another device', () => {
-    it('closes its board in every tab here (writes fail with session/not-found), deletes its database, and a re-created session starts empty', { timeout: 60_000 }, async () => {
+    /** Device one of alice, whose session 'chat' has a board holding a secret, pushed. */
+    const boardOnDeviceOne = async () => {
       const server = startServer();
       const alice = uniqueUser('alice');
       const one = await device(server, alice);
@@ -156,6 +157,11 @@ describe('httpSync: blackboards', () => {
       written.set('secret', 'of the old life');
       await written.flushed();
       await one.sync?.flush();
+      return { server, alice, one };
+    };
+
+    it('closes its board in every tab here (writes fail with session/not-found), deletes its database, and a re-created session starts empty', { timeout: 60_000 }, async () => {
+      const { server, alice, one } = await boardOnDeviceOne();
 
       // Device two: a leading tab and a second tab, both with the board open.
       const name = uniqueName('device');
@@ -194,14 +200,7 @@ describe('httpSync: blackboards', () => {
     });
 
     it('deletes the board database of a device that has not loaded the board code since (no Yjs needed)', { timeout: 60_000 }, async () => {
-      const server = startServer();
-      const alice = uniqueUser('alice');
-      const one = await device(server, alice);
-      const written = (await one.session('chat')).blackboard;
-      await written.whenLoaded;
-      written.set('secret', 'of the old life');
-      await written.flushed();
-      await one.sync?.flush();
+      const { server, alice, one } = await boardOnDeviceOne();
 
       const name = uniqueName('device');
       const before = await device(server, alice, viaServer(server), name);

@@ -5,37 +5,11 @@
  * these tests pass.
  */
 import { describe, expect, it } from 'vitest';
-import type { SessionChange, Tabula } from '../../../src/index.js';
-import type { SyncStatus } from '../../../src/sync/index.js';
+import type { Tabula } from '../../../src/index.js';
 import { uniqueUser } from '../../server/helpers.js';
 import { uniqueName } from '../store/helpers.js';
-import { device, startServer, viaServer } from './helpers.js';
+import { device, nextChange, startServer, statusWhere, viaServer } from './helpers.js';
 import type { SyncServer } from '../../../src/server/index.js';
-
-/** Resolves with the first change `tabula` publishes that `matches`. */
-function nextChange(tabula: Tabula, matches: (change: SessionChange) => boolean): Promise<SessionChange> {
-  return new Promise((resolve) => {
-    const stop = tabula.subscribe((change) => {
-      if (!matches(change)) return;
-      stop();
-      resolve(change);
-    });
-  });
-}
-
-/** Resolves once `tabula`'s sync status satisfies `matches`. */
-function statusWhere(tabula: Tabula, matches: (status: SyncStatus) => boolean): Promise<SyncStatus> {
-  return new Promise((resolve) => {
-    const sync = tabula.sync;
-    if (!sync) throw new Error('sync is off');
-    if (matches(sync.status())) return resolve(sync.status());
-    const stop = sync.subscribe((status) => {
-      if (!matches(status)) return;
-      stop();
-      resolve(status);
-    });
-  });
-}
 
 /**
  * Two tabs of one device (two Tabulas on one database name): the first leads (only the leader syncs

@@ -3,9 +3,9 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll } from 'vitest';
-import { ApproxTokenCounter, type Tabula } from '../../../src/index.js';
+import { ApproxTokenCounter, type SessionChange, type Tabula } from '../../../src/index.js';
 import { createSyncServer, sqliteStore, type ServerStore, type SyncServer } from '../../../src/server/index.js';
-import { httpSync } from '../../../src/sync/index.js';
+import { httpSync, type SyncStatus } from '../../../src/sync/index.js';
 import { SECRET, tokenFor } from '../../server/helpers.js';
 import { freshTabula, uniqueName } from '../store/helpers.js';
 
@@ -60,4 +60,29 @@ export async function pausedDevice(userId: string, fetchImpl: typeof fetch, labe
   });
   tabula.sync?.pause();
   return tabula;
+}
+
+/** Resolves with the first change `tabula` publishes that `matches`. */
+export function nextChange(tabula: Tabula, matches: (change: SessionChange) => boolean): Promise<SessionChange> {
+  return new Promise((resolve) => {
+    const stop = tabula.subscribe((change) => {
+      if (!matches(change)) return;
+      stop();
+      resolve(change);
+    });
+  });
+}
+
+/** Resolves once `tabula`'s sync status satisfies `matches`. */
+export function statusWhere(tabula: Tabula, matches: (status: SyncStatus) => boolean): Promise<SyncStatus> {
+  return new Promise((resolve) => {
+    const sync = tabula.sync;
+    if (!sync) throw new Error('sync is off');
+    if (matches(sync.status())) return resolve(sync.status());
+    const stop = sync.subscribe((status) => {
+      if (!matches(status)) return;
+      stop();
+      resolve(status);
+    });
+  });
 }

@@ -9,12 +9,12 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { SessionChange, Tabula } from '../../../src/index.js';
+import type { Tabula } from '../../../src/index.js';
 import type { SyncServer } from '../../../src/server/index.js';
-import { PokeEventSchema, SYNC_PATHS, type SyncStatus } from '../../../src/sync/index.js';
+import { PokeEventSchema, SYNC_PATHS } from '../../../src/sync/index.js';
 import { sseReader, tokenFor, uniqueUser } from '../../server/helpers.js';
 import { fcParams } from '../seed.js';
-import { device, pausedDevice, startServer, viaServer } from './helpers.js';
+import { device, nextChange, pausedDevice, startServer, statusWhere, viaServer } from './helpers.js';
 
 /**
  * A fetch to `server` whose event stream the test writes (`send`), keeping the text of every pull
@@ -71,28 +71,6 @@ async function serverPokes(server: SyncServer, userId: string) {
   const reader = sseReader(response);
   await reader.next(); // the poke sent on connect, without items
   return { next: async () => (await reader.next()).data, close: () => reader.close() };
-}
-
-function nextChange(tabula: Tabula, matches: (change: SessionChange) => boolean): Promise<SessionChange> {
-  return new Promise((resolve) => {
-    const stop = tabula.subscribe((change) => {
-      if (!matches(change)) return;
-      stop();
-      resolve(change);
-    });
-  });
-}
-
-function statusWhere(tabula: Tabula, matches: (status: SyncStatus) => boolean): Promise<SyncStatus> {
-  return new Promise((resolve) => {
-    const sync = tabula.sync!;
-    if (matches(sync.status())) return resolve(sync.status());
-    const stop = sync.subscribe((status) => {
-      if (!matches(status)) return;
-      stop();
-      resolve(status);
-    });
-  });
 }
 
 /** The texts of a device's messages in the session, in order. */
