@@ -204,6 +204,8 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
   }
 
   const pokesInFlight = new Set<Promise<void>>();
+  /** The last poke sent for each user, which the next one waits for. */
+  const pokeChains = new Map<string, Promise<void>>();
   /**
    * The poke goes out after COMMIT, not inside the transaction: a NOTIFY in a
    * transaction holds PostgreSQL's global notify lock across the commit's
@@ -217,13 +219,19 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
     // The items go in as they are (JSON text already); a payload too large for NOTIFY goes without them.
     const full = appended && `${bare.slice(0, -1)},"a":${appended.after},"i":[${appended.items.map((item) => `[${item.position},${item.json}]`).join(',')}]}`;
     const payload = full !== undefined && Buffer.byteLength(full) < NOTIFY_MAX_BYTES ? full : bare;
-    const sent: Promise<void> = pool
-      .query('SELECT pg_notify($1, $2)', [CHANNEL, payload])
+    // A user's pokes go out one after the other, in push order: on two pool connections a later poke
+    // could overtake an earlier one, and a client then pulls instead of taking the items it carries.
+    const sent: Promise<void> = (pokeChains.get(userId) ?? Promise.resolve())
+      .then(() => pool.query('SELECT pg_notify($1, $2)', [CHANNEL, payload]))
       .then(
         () => {},
         (error: unknown) => console.error('tabula-server: sending a poke failed; listeners will catch up on their next pull', error),
       )
-      .finally(() => pokesInFlight.delete(sent));
+      .finally(() => {
+        pokesInFlight.delete(sent);
+        if (pokeChains.get(userId) === sent) pokeChains.delete(userId);
+      });
+    pokeChains.set(userId, sent);
     pokesInFlight.add(sent);
   }
 

@@ -207,6 +207,19 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
       await store.close();
     });
 
+    it("a user's pokes arrive in push order, so each carries items that continue the one before", async () => {
+      const { store } = await setup.create();
+      const alice = uniqueUser('alice');
+      const { pokes, off } = await pokesOf(store, alice);
+      // Pushes answered one after another, as a client sends them: their pokes must not overtake each other.
+      for (let seq = 1; seq <= 30; seq++) await store.push(alice, 'c', ops(alice, seq, seq));
+      await expect.poll(() => pokes.length).toBe(30);
+      expect(pokes.map((poke) => poke.head)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+      expect(pokes.map((poke) => poke.appended?.after)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+      off();
+      await store.close();
+    });
+
     it('a push too large for a poke pokes without its items', async () => {
       const { store } = await setup.create();
       const alice = uniqueUser('alice');
