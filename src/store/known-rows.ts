@@ -46,26 +46,3 @@ export function createKnownRows(): KnownRows {
     },
   };
 }
-
-/**
- * Structural equality of two values as IndexedDB stores them (structured clones of JSON-like data:
- * plain objects, arrays, strings, numbers, booleans, null, undefined). Key order does not matter.
- */
-export function sameStored(a: unknown, b: unknown): boolean {
-  if (Object.is(a, b)) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a) && Array.isArray(b)) {
-    if (a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!sameStored(a[i], b[i])) return false;
-    return true;
-  }
-  const x = a as Record<string, unknown>;
-  const y = b as Record<string, unknown>;
-  const keys = Object.keys(x);
-  if (keys.length !== Object.keys(y).length) return false;
-  for (const key of keys) {
-    if (!Object.prototype.hasOwnProperty.call(y, key) || !sameStored(x[key], y[key])) return false;
-  }
-  return true;
-}

@@ -6,6 +6,7 @@
  */
 import { TabulaError } from '../core/errors.js';
 import { hlcOf, type HybridLogicalClock } from '../core/hlc.js';
+import { structuralEqual } from '../core/json.js';
 import type { Op, OpBody, OpKind } from '../core/ops.js';
 import type { TokenCounter } from '../core/tokens.js';
 import { applyAppends, applyOp, flushSlot, isSynced, loadSlot, type AppendOp, type SessionSlot } from './apply.js';
@@ -13,7 +14,7 @@ import type { BoardRegistry } from '../blackboard/registry.js';
 import type { ChangeFeed } from './changes.js';
 import type { RunCoordinator } from './coordinator.js';
 import { mapStorageError } from './errors.js';
-import { sameStored, type KnownRows } from './known-rows.js';
+import type { KnownRows } from './known-rows.js';
 import { newId } from './ids.js';
 import { OUTBOX_SEQ_KEY } from './sync-host.js';
 import { checkRow, lifeOf, sessionTables, tombstoneKey, type OutboxRow, type SessionRow, type TabulaDb } from './schema.js';
@@ -171,7 +172,7 @@ async function attempt<T>(
       // With a known row: the read that checks it, made before any write of this transaction.
       let check: Promise<boolean> | null = null;
       if (known) {
-        check = db.sessions.get(key).then((row) => row !== undefined && sameStored(checkRow('sessions', key, row), known));
+        check = db.sessions.get(key).then((row) => row !== undefined && structuralEqual(checkRow('sessions', key, row), known));
         // Awaited below, unless the write fails first; then its outcome no longer matters.
         check.catch(() => undefined);
         slot = { key, row: structuredClone(known), dirty: false };

@@ -15,8 +15,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isTabulaError, type Session } from '../../../src/index.js';
-import { formatHlc } from '../../../src/core/index.js';
-import { sameStored } from '../../../src/store/known-rows.js';
+import { formatHlc, structuralEqual } from '../../../src/core/index.js';
 import { createDb, sessionRange } from '../../../src/store/schema.js';
 import { testSeed } from '../seed.js';
 import { freshTabula, uniqueName } from './helpers.js';
@@ -40,6 +39,19 @@ const commandArb: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('recreate' as const), tab: tabArb }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('tokens' as const), tab: tabArb }) },
 );
+
+/**
+ * A Tabula that knows session 's' (one message appended), and another writer of its database whose
+ * changes send no announcement: this Tabula still knows the row when the other writer changes it.
+ */
+async function knownRowAndOtherWriter() {
+  const name = uniqueName('known-rows');
+  const tabula = await freshTabula({ name });
+  const other = createDb(name);
+  const session = await tabula.session('s');
+  await session.append({ role: 'user', content: 'known' });
+  return { tabula, other, session };
+}
 
 const batch = (count: number, label: string) => Array.from({ length: count }, (_, k) => ({ role: 'user' as const, content: `${label}.${k}` }));
 
@@ -121,13 +133,8 @@ describe('appends built on a known session row', () => {
   });
 
   it('an append built on the row of a session deleted since (no change event yet) is refused, and leaves neither its message nor the row', async () => {
-    const name = uniqueName('known-rows');
-    const tabula = await freshTabula({ name });
-    // Another writer of the database whose announcement has not arrived: this Tabula still knows the row.
-    const other = createDb(name);
+    const { tabula, other, session } = await knownRowAndOtherWriter();
     try {
-      const session = await tabula.session('s');
-      await session.append({ role: 'user', content: 'known' });
       await other.transaction('rw', [other.sessions, other.messages], async () => {
         await other.messages.where('[userId+sessionId+order]').between(...sessionRange('anonymous', 's')).delete();
         await other.sessions.delete(['anonymous', 's']);
@@ -146,12 +153,8 @@ describe('appends built on a known session row', () => {
   });
 
   it('an append built on a row another writer moved since (no change event yet) counts from the stored row and sorts after its order', async () => {
-    const name = uniqueName('known-rows');
-    const tabula = await freshTabula({ name });
-    const other = createDb(name);
+    const { tabula, other, session } = await knownRowAndOtherWriter();
     try {
-      const session = await tabula.session('s');
-      await session.append({ role: 'user', content: 'known' });
       // As if another device, its clock an hour ahead, had written 5 messages' worth (its rows are not needed here).
       const ahead = formatHlc({ wallMs: Date.now() + 3_600_000, counter: 0, clientId: 'other' });
       await other.sessions.update(['anonymous', 's'], (row) => {
@@ -187,15 +190,15 @@ describe('appends built on a known session row', () => {
   });
 });
 
-describe('sameStored', () => {
+describe('structuralEqual, as the known-row check uses it', () => {
   it('compares stored values structurally, whatever the key order', () => {
-    expect(sameStored({ a: 1, b: [1, { c: null }] }, { b: [1, { c: null }], a: 1 })).toBe(true);
-    expect(sameStored({ a: 1 }, { a: 1, b: undefined })).toBe(false);
-    expect(sameStored({ a: undefined }, { b: undefined })).toBe(false);
-    expect(sameStored([1, 2], { 0: 1, 1: 2 })).toBe(false);
-    expect(sameStored({ a: [1, 2] }, { a: [1, 2, 3] })).toBe(false);
-    expect(sameStored('1', 1)).toBe(false);
-    expect(sameStored(null, {})).toBe(false);
-    expect(sameStored(Number.NaN, Number.NaN)).toBe(true);
+    expect(structuralEqual({ a: 1, b: [1, { c: null }] }, { b: [1, { c: null }], a: 1 })).toBe(true);
+    expect(structuralEqual({ a: 1 }, { a: 1, b: undefined })).toBe(false);
+    expect(structuralEqual({ a: undefined }, { b: undefined })).toBe(false);
+    expect(structuralEqual([1, 2], { 0: 1, 1: 2 })).toBe(false);
+    expect(structuralEqual({ a: [1, 2] }, { a: [1, 2, 3] })).toBe(false);
+    expect(structuralEqual('1', 1)).toBe(false);
+    expect(structuralEqual(null, {})).toBe(false);
+    expect(structuralEqual(Number.NaN, Number.NaN)).toBe(true);
   });
 });
