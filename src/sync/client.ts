@@ -7,8 +7,9 @@
  * its push's items is applied like a pulled page, without a pull, when the
  * items continue this client's cursor exactly; otherwise the leader pulls,
  * as it does when the browser comes online or the page gets focus, and on
- * an interval. While pokes flow, a local write's cycle only pushes. The other tabs hand it their writes and show its status. Any
- * tab's `flush()` runs one push-and-pull itself. Server data is validated
+ * an interval. While pokes flow, a local write's cycle only pushes. The
+ * other tabs hand it their writes and show its status. Any tab's `flush()`
+ * runs one push-and-pull itself. Server data is validated
  * before anything is written: a bad page changes nothing and is reported.
  */
 import { TabulaError } from '../core/errors.js';
@@ -46,6 +47,11 @@ export interface HttpSyncOptions {
 }
 
 const CURSOR_KEY = 'sync:cursor';
+
+/** The pull cursor a meta row holds; null before the first page (a pull from the start). */
+function cursorOf(row: { value: unknown } | undefined): string | null {
+  return typeof row?.value === 'string' ? row.value : null;
+}
 const CLIENT_KEY = 'sync:clientId';
 /** Stays under the server's default body limit with room for the envelope. */
 const PUSH_BYTES = DEFAULT_SYNC_LIMITS.maxBodyBytes - 64 * 1024;
@@ -299,7 +305,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
         const moved = boards.size === 0 && page.cursor !== null ? db.meta.put({ key: CURSOR_KEY, value: page.cursor }) : undefined;
         const [row, done] = await Promise.all([stored, applyOps(db, ops, conflicts), moved]);
         if (from) {
-          const cursor = typeof row?.value === 'string' ? row.value : null;
+          const cursor = cursorOf(row);
           if (cursor === page.cursor) throw new NotTaken('current');
           if (cursor !== from.after) throw new NotTaken('stale');
         }
@@ -340,8 +346,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
 
   const pull = async (): Promise<void> => {
     for (;;) {
-      const stored = await db.meta.get(CURSOR_KEY);
-      const cursor = typeof stored?.value === 'string' ? stored.value : null;
+      const cursor = cursorOf(await db.meta.get(CURSOR_KEY));
       const page = parseWire(PullResponseSchema, await post(SYNC_PATHS.pull, { cursor, limit: DEFAULT_SYNC_LIMITS.maxPullItems }), 'The pull response');
       await applyPage(page);
       if (!page.more) return;
