@@ -29,6 +29,21 @@ export default tseslint.config(
     rules: { '@typescript-eslint/require-await': 'off' },
   },
   {
+    // A property that draws its own seed cannot be replayed: every fc.assert takes fcParams (test/unit/seed.ts),
+    // which prints the seed and honours TABULA_SEED and TABULA_RUNS.
+    files: ['test/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        privateFieldRule,
+        {
+          selector: "CallExpression[callee.object.name='fc'][callee.property.name='assert']:not([arguments.1.callee.name='fcParams'])",
+          message: 'Pass fcParams(numRuns) from test/unit/seed.ts as fc.assert\'s second argument: a seeded, replayable run.',
+        },
+      ],
+    },
+  },
+  {
     // The pure core must not reach for the browser or Node.
     files: ['src/core/**/*.ts'],
     rules: {

@@ -35,6 +35,7 @@ import {
   sessionRange,
   tombstoneKey,
   type MessageRow,
+  sessionTables,
   type SessionRow,
   type TabulaDb,
 } from './schema.js';
@@ -237,7 +238,15 @@ export async function flushSlot(db: TabulaDb, slot: SessionSlot): Promise<void> 
  * consecutive appends to one session is applied as one batch
  * ({@link applyAppends}), as if one by one.
  */
-export async function applyOps(db: TabulaDb, ops: readonly Op[], conflicts?: SaveConflict[]): Promise<Op[]> {
+export function applyOps(db: TabulaDb, ops: readonly Op[], conflicts?: SaveConflict[]): Promise<Op[]> {
+  if (ops.length === 0) return Dexie.Promise.resolve([]);
+  // A scope of its own within the caller's transaction, and an async one: Dexie follows native awaits
+  // only inside a scope function that is itself async, and the caller's may not be (`() => applyOps(…)`
+  // would lose the transaction at the first await of a promise that touched no table).
+  return db.transaction('rw', sessionTables(db), async () => applyInOrder(db, ops, conflicts));
+}
+
+async function applyInOrder(db: TabulaDb, ops: readonly Op[], conflicts?: SaveConflict[]): Promise<Op[]> {
   const slots = new Map<string, SessionSlot>();
   const applied: Op[] = [];
   for (let i = 0; i < ops.length; ) {

@@ -13,7 +13,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { Op } from '../../src/core/index.js';
 import { postgresStore, sqliteStore, type ServerStore } from '../../src/server/index.js';
 import { decodePulled, noteOp, uniqueUser } from './helpers.js';
-import { TEST_SEED } from '../unit/seed.js';
+import { fcParams, TEST_SEED } from '../unit/seed.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tabula-model-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -56,7 +56,7 @@ describe(`store model (seed ${seed}; replay with TABULA_SEED=${seed})`, () => {
     const store = sqliteStore(path.join(dir, 'model.db'));
     await fc.assert(
       fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 40 }), fc.integer({ min: 1, max: 7 }), (commands, pageSize) => check(store, commands, pageSize)),
-      { seed, numRuns: 50 },
+      fcParams(50),
     );
     await store.close();
   }, 120_000);
@@ -65,7 +65,7 @@ describe(`store model (seed ${seed}; replay with TABULA_SEED=${seed})`, () => {
     const store = postgresStore(inject('postgresUrl'));
     await fc.assert(
       fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 25 }), fc.integer({ min: 1, max: 7 }), (commands, pageSize) => check(store, commands, pageSize)),
-      { seed, numRuns: 15 },
+      fcParams(15),
     );
     await store.close();
   }, 120_000);

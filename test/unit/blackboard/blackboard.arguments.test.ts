@@ -9,7 +9,7 @@ import * as fc from 'fast-check';
 import * as Y from 'yjs';
 import { describe, expect, it } from 'vitest';
 import { createBlackboard, isTabulaError, type Blackboard, type JsonValue } from '../../../src/index.js';
-import { TEST_SEED } from '../seed.js';
+import { fcParams, TEST_SEED } from '../seed.js';
 
 const seed = TEST_SEED;
 
@@ -94,7 +94,7 @@ describe('Blackboard: wrong arguments (class-wide, seeded)', () => {
           expect(updates, `${what} emitted a Yjs update`).toBe(0);
         }
       }),
-      { seed, numRuns: 25 },
+      fcParams(25),
     );
   }, 120_000);
 

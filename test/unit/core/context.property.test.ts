@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 // fc.jsonValue() sometimes makes a `__proto__` key, which Tabula refuses everywhere: keep to accepted values.
+import { fcParams } from '../seed.js';
 import { WorkingContext, allOf, isJsonValue, anyOf, lastTurns, not, since, tagged, type ContextScope, type Message } from '../../../src/core/index.js';
 
 const names = ['a', 'b', 'c'] as const;
@@ -56,6 +57,7 @@ describe('context algebra (properties)', () => {
         else if (k3 !== null && typeof k3 === 'object') k3['mutated'] = true;
         expect(ctx.freeze().equals(before)).toBe(true);
       }),
+      fcParams(100),
     );
   });
 
@@ -68,6 +70,7 @@ describe('context algebra (properties)', () => {
         expect(diff.scratchpadChanges).toEqual({});
         expect(diff.prefixChanged).toBe(false);
       }),
+      fcParams(100),
     );
   });
 
@@ -80,6 +83,7 @@ describe('context algebra (properties)', () => {
         ctx.merge(added);
         expect(ctx.messages).toEqual(fork.messages);
       }),
+      fcParams(100),
     );
   });
 
@@ -91,6 +95,7 @@ describe('context algebra (properties)', () => {
         a.merge(b, { mode: 'union' });
         expect(a.freeze().equals(once)).toBe(true);
       }),
+      fcParams(100),
     );
   });
 
@@ -100,6 +105,7 @@ describe('context algebra (properties)', () => {
         expect(ctx.slice(anyOf(scope, not(scope))).messages).toEqual(ctx.messages);
         expect(ctx.slice(allOf(scope, not(scope))).messages).toEqual([]);
       }),
+      fcParams(100),
     );
   });
 
@@ -115,6 +121,7 @@ describe('context algebra (properties)', () => {
         expect(a.freeze().equals(b.freeze())).toBe(same);
         expect(a.freeze().key() === b.freeze().key()).toBe(same);
       }),
+      fcParams(100),
     );
   });
 });

@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { ApproxTokenCounter, openTabula, type Message, type StoredMessage } from '../../../src/index.js';
 import { TabulaAgentsSession, toChatMessages } from '../../../src/openai-agents/index.js';
 import { uniqueName } from '../store/helpers.js';
-import { TEST_SEED } from '../seed.js';
+import { fcParams, TEST_SEED } from '../seed.js';
 
 const open = (name: string) => openTabula({ name, tokenCounter: new ApproxTokenCounter() });
 
@@ -369,7 +369,7 @@ describe('TabulaAgentsSession behaves as the SDK MemorySession (seeded model-bas
         }
         expect(await ours.getItems()).toEqual(await reference.getItems());
       }),
-      { seed, numRuns: 40 },
+      fcParams(40),
     );
     await tabula.close();
   }, 120_000);

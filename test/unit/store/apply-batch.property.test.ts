@@ -4,18 +4,15 @@
  * the same ops one at a time leaves, whatever the mix: fresh appends,
  * replays (same id, same or another order), duplicates inside one batch,
  * appends ordered before the session's creation, and ops delivered out
- * of order. Other kinds are left out: applyOps of ops where one that
- * changes nothing (a second create, a delete of a deleted session) is
- * followed by another, in one transaction, already fails with
- * PrematureCommitError before batching (in Chromium and fake-indexeddb);
- * that bug is reported, not fixed here.
- * Seeded: the seed is printed; TABULA_SEED=<n> replays it (Node).
+ * of order. Mixes with other kinds are apply-one-transaction.property's.
+ * Seeded (test/unit/seed.ts): the seed is printed; TABULA_SEED=<n> replays it (Node).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createHlc, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
 import { applyOps } from '../../../src/store/apply.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/schema.js';
+import { fcParams, TEST_SEED } from '../seed.js';
 import { uniqueName } from './helpers.js';
 
 type Action =
@@ -68,12 +65,8 @@ async function snapshot(db: TabulaDb): Promise<unknown> {
   return out;
 }
 
-const envSeed = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.TABULA_SEED;
-const seed = envSeed === undefined ? Date.now() % 2 ** 31 : Number(envSeed);
-
 describe('applyAppends: a batch equals the same ops one at a time (property)', () => {
-  it(`whatever mix of appends, replays, duplicates and stale appends, in or out of order (seed ${seed})`, async () => {
-    console.log(`apply-batch property seed: ${seed} (replay with TABULA_SEED=${seed})`);
+  it(`whatever mix of appends, replays, duplicates and stale appends, in or out of order (seed ${TEST_SEED})`, async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(actionArb, { maxLength: 30 }), fc.option(fc.nat()), async (actions, shuffle) => {
         let ops = toOps(actions);
@@ -95,7 +88,7 @@ describe('applyAppends: a batch equals the same ops one at a time (property)', (
           single.close();
         }
       }),
-      { numRuns: 120, seed, interruptAfterTimeLimit: 60_000 },
+      fcParams(120, { interruptAfterTimeLimit: 60_000 }),
     );
   }, 120_000);
 });

@@ -8,13 +8,14 @@
  * table), after which the next request runs outside the transaction and
  * Dexie reports PrematureCommitError, or the write lands in a transaction
  * of its own.
- * Seeded: the seed is printed; TABULA_SEED=<n> replays it (Node).
+ * Seeded (test/unit/seed.ts): the seed is printed; TABULA_SEED=<n> replays it (Node).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatHlc, type Op } from '../../../src/core/index.js';
 import { applyOps } from '../../../src/store/apply.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/schema.js';
+import { fcParams, TEST_SEED } from '../seed.js';
 import { uniqueName } from './helpers.js';
 
 const BASE_MS = 1_700_000_000_000;
@@ -55,13 +56,14 @@ function toOps(steps: Step[]): Op[] {
 }
 
 /**
- * The scope is an `async` function on purpose: Dexie follows native awaits inside a transaction only when
- * the scope function itself is async (it checks `scope.constructor === AsyncFunction`). A plain arrow that
- * returns applyOps' promise loses the transaction after applyOp's first native await of a promise that
- * touched no table, and Dexie reports PrematureCommitError (see the last test).
+ * The ops applied in one transaction, from an async scope as the sync client's is, or from a plain one:
+ * Dexie follows native awaits only inside a scope function that is itself async, so applyOps must open
+ * an async scope of its own (without it, a plain scope loses the transaction: PrematureCommitError).
  */
-async function inTransaction(db: TabulaDb, ops: readonly Op[]): Promise<Op[]> {
-  return db.transaction('rw', sessionTables(db), async () => applyOps(db, ops));
+async function inTransaction(db: TabulaDb, ops: readonly Op[], plainScope = false): Promise<Op[]> {
+  return plainScope
+    ? db.transaction('rw', sessionTables(db), () => applyOps(db, ops))
+    : db.transaction('rw', sessionTables(db), async () => applyOps(db, ops));
 }
 
 async function snapshot(db: TabulaDb): Promise<unknown> {
@@ -70,20 +72,16 @@ async function snapshot(db: TabulaDb): Promise<unknown> {
   return out;
 }
 
-const envSeed = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.TABULA_SEED;
-const seed = envSeed === undefined ? Date.now() % 2 ** 31 : Number(envSeed);
-
 describe('applyOps: many ops in one transaction equal one transaction per op (property)', () => {
-  it(`whatever mix of no-op and effective ops (seed ${seed})`, async () => {
-    console.log(`apply-one-transaction property seed: ${seed} (replay with TABULA_SEED=${seed})`);
+  it(`whatever mix of no-op and effective ops, from an async or a plain scope (seed ${TEST_SEED})`, async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 12 }), async (steps) => {
+      fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 12 }), fc.boolean(), async (steps, plainScope) => {
         // Ops of one device arrive after the create they follow; a create first keeps most runs meaningful.
         const ops = toOps([{ kind: 'create', ms: 0 }, ...steps]);
         const together = createDb(uniqueName('together'));
         const apart = createDb(uniqueName('apart'));
         try {
-          const appliedTogether = await inTransaction(together, ops);
+          const appliedTogether = await inTransaction(together, ops, plainScope);
           const appliedApart: Op[] = [];
           for (const op of ops) appliedApart.push(...(await inTransaction(apart, [op])));
           expect(appliedTogether.map((op) => op.id)).toEqual(appliedApart.map((op) => op.id));
@@ -93,21 +91,7 @@ describe('applyOps: many ops in one transaction equal one transaction per op (pr
           apart.close();
         }
       }),
-      { numRuns: 150, seed, interruptAfterTimeLimit: 60_000 },
+      fcParams(150, { interruptAfterTimeLimit: 60_000 }),
     );
   }, 120_000);
-
-  // Known divergence, until applyOps runs its body in a scope of its own (see the report of issue 15): called
-  // from a plain (non-async) scope, as apply-batch.property and apply.guards still do in places, it loses
-  // Dexie's transaction zone at applyOp's first native await, and Dexie reports PrematureCommitError.
-  it.fails('works from a plain (non-async) transaction scope too', async () => {
-    const db = createDb(uniqueName('plain-scope'));
-    try {
-      const ops = toOps([{ kind: 'create', ms: 0 }, { kind: 'prefix', ms: 1, text: 'p' }, { kind: 'append', ms: 2, id: 0 }]);
-      const applied = await db.transaction('rw', sessionTables(db), () => applyOps(db, ops));
-      expect(applied.map((op) => op.id)).toEqual(['op0', 'op1', 'op2']);
-    } finally {
-      db.close();
-    }
-  });
 });

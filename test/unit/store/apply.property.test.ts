@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { createHlc, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
 import { applyOps } from '../../../src/store/apply.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/schema.js';
-import { testSeed } from '../seed.js';
+import { fcParams, testSeed } from '../seed.js';
 import { freshTabula, uniqueName, withoutLife } from './helpers.js';
 
 type Action =
@@ -176,7 +176,7 @@ function interleave<T>(a: readonly T[], b: readonly T[], picks: readonly boolean
 
 describe('applyOp idempotence and convergence (property)', () => {
   it('applying every op twice equals applying it once', { timeout: PROPERTY_TIMEOUT_MS }, async () => {
-    const seed = testSeed('apply idempotence');
+    testSeed('apply idempotence');
     await fc.assert(
       fc.asyncProperty(fc.array(actionArb, { maxLength: 25 }), fc.boolean(), async (actions, interleaved) => {
         const ops = toOps(actions);
@@ -194,12 +194,12 @@ describe('applyOp idempotence and convergence (property)', () => {
         once.close();
         twice.close();
       }),
-      { seed, numRuns: 150 },
+      fcParams(150),
     );
   });
 
   it('ops delivered again late, in any order, change nothing', { timeout: PROPERTY_TIMEOUT_MS }, async () => {
-    const seed = testSeed('apply late delivery');
+    testSeed('apply late delivery');
     await fc.assert(
       fc.asyncProperty(
         fc.array(actionArb, { maxLength: 25 }).chain((actions) => {
@@ -219,12 +219,12 @@ describe('applyOp idempotence and convergence (property)', () => {
           replica.close();
         },
       ),
-      { seed, numRuns: 150 },
+      fcParams(150),
     );
   });
 
   it('two replicas that get two writers’ ops in different interleavings converge on every table', { timeout: PROPERTY_TIMEOUT_MS }, async () => {
-    const seed = testSeed('apply convergence');
+    testSeed('apply convergence');
     await fc.assert(
       fc.asyncProperty(
         fc.array(concurrentActionArb, { maxLength: 15 }),
@@ -244,12 +244,12 @@ describe('applyOp idempotence and convergence (property)', () => {
           two.close();
         },
       ),
-      { seed, numRuns: 150 },
+      fcParams(150),
     );
   });
 
   it('replicas that get one op set of three writers in random orders, with duplicates and random batches, end equal on every table', { timeout: PROPERTY_TIMEOUT_MS }, async () => {
-    const seed = testSeed('apply random order');
+    testSeed('apply random order');
     // Everything but a re-create after a delete: a session's lives must reach a replica in order (see apply.ts).
     const writerActionArb = actionArb.filter((action) => action.kind !== 'create');
     const deliveryArb = (count: number) =>
@@ -286,7 +286,7 @@ describe('applyOp idempotence and convergence (property)', () => {
           }
         },
       ),
-      { seed, numRuns: 120 },
+      fcParams(120),
     );
   });
 

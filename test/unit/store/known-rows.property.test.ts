@@ -17,7 +17,7 @@ import { describe, expect, it } from 'vitest';
 import { isTabulaError, type Session } from '../../../src/index.js';
 import { formatHlc, structuralEqual } from '../../../src/core/index.js';
 import { createDb, sessionRange } from '../../../src/store/schema.js';
-import { testSeed } from '../seed.js';
+import { fcParams, testSeed } from '../seed.js';
 import { freshTabula, uniqueName } from './helpers.js';
 
 type Tab = 0 | 1;
@@ -57,7 +57,7 @@ const batch = (count: number, label: string) => Array.from({ length: count }, (_
 
 describe('appends built on a known session row', () => {
   it('two tabs: every message lands once, in append order, counted; nothing of a refused or stale attempt stays', { timeout: 300_000 }, async () => {
-    const seed = testSeed('known rows');
+    testSeed('known rows');
     let run = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(commandArb, { minLength: 1, maxLength: 14 }), async (commands) => {
@@ -128,7 +128,7 @@ describe('appends built on a known session row', () => {
           await tabs[1].close();
         }
       }),
-      { seed, numRuns: 30 },
+      fcParams(30),
     );
   });
 

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { createHlc, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
 import { applyOps } from '../../../src/store/apply.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/schema.js';
-import { testSeed } from '../seed.js';
+import { fcParams, testSeed } from '../seed.js';
 import { freshTabula, uniqueName } from './helpers.js';
 
 type Action = { kind: 'append'; id: number } | { kind: 'remove'; id: number } | { kind: 'clear' };
@@ -58,7 +58,7 @@ const PROPERTY_TIMEOUT_MS = 180_000;
 
 describe('message.remove (property)', () => {
   it('a removed message never comes back: ops applied twice or in any order converge', { timeout: PROPERTY_TIMEOUT_MS }, async () => {
-    const seed = testSeed('message.remove');
+    testSeed('message.remove');
     await fc.assert(
       fc.asyncProperty(
         fc.array(actionArb, { maxLength: 20 }).chain((actions) => {
@@ -83,7 +83,7 @@ describe('message.remove (property)', () => {
           reordered.close();
         },
       ),
-      { seed, numRuns: 150 },
+      fcParams(150),
     );
   });
 

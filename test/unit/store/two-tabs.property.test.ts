@@ -10,7 +10,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isTabulaError, type Session, type SessionExport, type Tabula } from '../../../src/index.js';
-import { testSeed } from '../seed.js';
+import { fcParams, testSeed } from '../seed.js';
 import { freshTabula, uniqueName } from './helpers.js';
 
 type Command =
@@ -194,7 +194,7 @@ async function readAll(tabula: Tabula, ids: string[]): Promise<unknown> {
 
 describe('two tabs interleaving random calls (property)', () => {
   it('every call resolves with its effect visible or rejects with a TabulaError; nothing acknowledged goes missing; a reopen reads the same', { timeout: 300_000 }, async () => {
-    const seed = testSeed('two tabs');
+    testSeed('two tabs');
     await fc.assert(
       fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 14 }), async (steps) => {
         const name = uniqueName('two-tabs');
@@ -259,7 +259,7 @@ describe('two tabs interleaving random calls (property)', () => {
         expect(await readAll(reopened, world.copies)).toEqual(before);
         await reopened.close();
       }),
-      { seed, numRuns: 25 },
+      fcParams(25),
     );
   });
 });

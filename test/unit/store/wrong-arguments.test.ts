@@ -22,7 +22,7 @@ import {
   type Session,
   type Tabula,
 } from '../../../src/index.js';
-import { testSeed } from '../seed.js';
+import { fcParams, testSeed } from '../seed.js';
 import { freshTabula } from './helpers.js';
 
 type Kind = 'null' | 'undefined' | 'number' | 'string' | 'array' | 'map' | 'cyclic' | 'deep' | 'object';
@@ -204,7 +204,7 @@ describe('every public method refuses every wrong-type argument with a TabulaErr
   });
 
   it('random values from fast-check: every call resolves or throws a TabulaError, never a raw error', { timeout: 120_000 }, async () => {
-    const seed = testSeed('wrong-arguments');
+    testSeed('wrong-arguments');
     const tabula = await freshTabula();
     const session = await tabula.session('s');
     const cases = [...sessionCases(tabula, session), ...coreCases()].filter((c) => !c.name.startsWith('tabula.deleteSession') && !c.name.startsWith('tabula.importSession'));
@@ -213,7 +213,7 @@ describe('every public method refuses every wrong-type argument with a TabulaErr
         const result = await outcome(() => testCase.call(value));
         if (result !== 'resolved' && !isTabulaError(result)) expect.fail(`${testCase.name}(${fc.stringify(value)}) threw a raw ${fc.stringify(result)}: ${(result as Error).message}`);
       }),
-      { seed, numRuns: 300 },
+      fcParams(300),
     );
     await tabula.close();
   });

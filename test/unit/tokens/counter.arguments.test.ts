@@ -8,7 +8,7 @@
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createTokenCounter, isTabulaError, type Message, type WorkerTokenCounter } from '../../../src/index.js';
-import { TEST_SEED } from '../seed.js';
+import { fcParams, TEST_SEED } from '../seed.js';
 
 const seed = TEST_SEED;
 
@@ -79,7 +79,7 @@ describe('TokenCounter: wrong arguments (class-wide, seeded)', () => {
           expect(counter.stats(), `${what} changed the counter`).toEqual(before);
         }
       }),
-      { seed, numRuns: 5 },
+      fcParams(5),
     );
     expect(await counter.countEach([probe])).toEqual(baseline);
     counter.close();

@@ -6,7 +6,7 @@ import { WINDOW_CHARS, createEngine as createEngineWith, createEngineHost } from
 import { IN_THREAD_ENCODINGS } from '../../../src/tokens/in-thread-encodings.js';
 import { exactCounterOf } from '../../../src/tokens/bpe.js';
 import { SAMPLES } from './samples.js';
-import { TEST_SEED } from '../seed.js';
+import { fcParams, TEST_SEED } from '../seed.js';
 
 const plain = { disallowedSpecial: new Set<string>() };
 const createEngine = (loaders = IN_THREAD_ENCODINGS) => createEngineWith(loaders);
@@ -61,7 +61,7 @@ describe('counting engine', () => {
           expect(await engine.countTexts(encoding, [t])).toEqual([expected]);
           expect(await engine.countLarge(encoding, 'r', t)).toBe(expected);
         }),
-        { seed, numRuns: 60 },
+        fcParams(60),
       );
     }, 120_000);
   }
