@@ -120,8 +120,8 @@ export type Op = {
   [K in OpKind]: { id: string; kind: K; userId: string; sessionId: string; order: string; after?: string; body: OpBody<K> };
 }[OpKind];
 
-/** An op's `after`: '' (a first life) or the order key of a session.delete. */
-const AfterSchema = z.union([z.literal(''), OrderKeySchema]);
+/** A session life's `after` (see {@link Op}): '' (a first life) or the order key of a session.delete. */
+export const LifeAfterSchema = z.union([z.literal(''), OrderKeySchema]);
 
 const opVariants = (Object.keys(bodies) as OpKind[]).map((kind) =>
   z.strictObject({
@@ -130,7 +130,7 @@ const opVariants = (Object.keys(bodies) as OpKind[]).map((kind) =>
     userId: nameSchema(ID_MAX_LENGTH),
     sessionId: nameSchema(ID_MAX_LENGTH),
     order: OrderKeySchema,
-    after: z.optional(AfterSchema),
+    after: z.optional(LifeAfterSchema),
     body: bodies[kind],
   }),
 );

@@ -151,7 +151,7 @@ export interface CheckpointRow {
  * A queued item for the sync server: an op, written in the op's own transaction, or a blackboard
  * update (base64), the part of a board the server has not been sent yet, queued by the sync leader.
  */
-export type OutboxRow = { seq?: number; op: Op; board?: undefined } | { seq?: number; op?: undefined; board: { sessionId: string; update: string } };
+export type OutboxRow = { seq?: number; op: Op; board?: undefined } | { seq?: number; op?: undefined; board: { sessionId: string; update: string; after?: string } };
 
 export interface MetaRow {
   key: string;
@@ -321,7 +321,7 @@ const rowSchemas = {
   }),
   outbox: z.union([
     z.object({ seq: z.optional(z.number()), op: OpSchema }),
-    z.object({ seq: z.optional(z.number()), board: z.object({ sessionId: z.string(), update: z.string() }) }),
+    z.object({ seq: z.optional(z.number()), board: z.object({ sessionId: z.string(), update: z.string(), after: z.optional(z.string()) }) }),
   ]),
   runs: z.object({
     runId: z.string(),

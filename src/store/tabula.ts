@@ -362,7 +362,12 @@ function syncBoards(store: StoreContext, userId: string, notices: BoardNotices):
       return rows.filter((row) => !listed || listed.has(blackboardDatabaseName(name, userId, row.sessionId, lifeOf(row)))).map((row) => row.sessionId);
     },
     async open(sessionId) {
-      if (store.closed || !(await db.sessions.get([userId, sessionId]))) return null;
+      const row = store.closed ? undefined : await db.sessions.get([userId, sessionId]);
+      if (!row) return null;
+      // A board of an earlier life may still be open here (a session handle holds it, and a delete pulled
+      // from another device ends it only once announced): acquire would hand it out. Its life is over.
+      const stale = store.boards.openLife(userId, sessionId);
+      if (stale !== undefined && stale < lifeOf(row)) await store.boards.destroy(userId, sessionId, stale);
       const lease = store.boards.acquire(userId, sessionId);
       try {
         await lease.blackboard.whenLoaded;
@@ -372,7 +377,18 @@ function syncBoards(store: StoreContext, userId: string, notices: BoardNotices):
         await lease.release();
         return null;
       }
-      return { doc: lease.blackboard.doc, flushed: () => lease.blackboard.flushed(), release: () => lease.release() };
+      // The board goes with the life `row` names only if no delete and re-create came in between (lives only grow).
+      const now = await db.sessions.get([userId, sessionId]);
+      if (!now || lifeOf(now) !== lifeOf(row)) {
+        await lease.release();
+        return null;
+      }
+      return {
+        doc: lease.blackboard.doc,
+        ...(row.after === undefined ? {} : { after: row.after }),
+        flushed: () => lease.blackboard.flushed(),
+        release: () => lease.release(),
+      };
     },
     onLocalChange(listener) {
       return notices.subscribe((changedUser, sessionId) => {

@@ -23,7 +23,7 @@ import { checkRow, lifeOf, sessionTables, tombstoneKey, type OutboxRow, type Ses
  * Queues ops for sync in the caller's transaction, numbered 1, 2, 3… with no gap (the server refuses
  * gaps): the seq counter lives in meta, so an aborted write takes its numbers back with it.
  */
-export async function queueOutbox(db: TabulaDb, items: readonly (Op | { board: { sessionId: string; update: string } })[]): Promise<void> {
+export async function queueOutbox(db: TabulaDb, items: readonly (Op | { board: { sessionId: string; update: string; after?: string } })[]): Promise<void> {
   if (items.length === 0) return;
   const last = await db.meta.get(OUTBOX_SEQ_KEY);
   let seq = typeof last?.value === 'number' ? last.value : 0;
