@@ -151,7 +151,8 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       publish: (changes) => {
         for (const change of changes) {
           store.feed.publish(change, 'remote');
-          if (change.kinds.includes('session.delete')) pruneBoards(store, change.userId, change.sessionId);
+          // A create can end a life too: one of a life past this replica's last delete proves that delete (see apply.ts).
+          if (change.kinds.includes('session.delete') || change.kinds.includes('session.create')) pruneBoards(store, change.userId, change.sessionId);
         }
       },
       boards: syncBoards(store, defaultUserId, boardNotices as BoardNotices),
@@ -337,10 +338,11 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
 }
 
 /**
- * A session deleted on another device: its board closes in every tab here
- * and its database goes, as a local delete's does. The delete named no life
- * of this replica, so every life but the current one (the session may have
- * been created again in the same pull) ends. close() waits for it.
+ * A session deleted on another device (or created in a life past the last
+ * delete known here, which proves that delete): its board closes in every
+ * tab here and its database goes, as a local delete's does. Lives are named
+ * per replica, so every life but the current one (the session may have been
+ * created again in the same pull) ends. close() waits for it.
  */
 function pruneBoards(store: StoreContext, userId: string, sessionId: string): void {
   const pruning: Promise<void> = store.db.sessions

@@ -271,6 +271,56 @@ describe('httpSync: blackboards', () => {
       await fresh.close();
     });
 
+    /** A profile that deleted and re-created session `s` (its new life's board holding `board`) before it turned sync on. */
+    async function joinLate(server: ReturnType<typeof startServer>, user: string, board: Record<string, JsonValue>): Promise<Tabula> {
+      const name = uniqueName('offline');
+      const offline = await freshTabula({ name, userId: user, tokenCounter: new ApproxTokenCounter() });
+      await (await offline.session('s')).append({ role: 'user', content: 'old' });
+      await offline.deleteSession('s');
+      await (await offline.session('s')).append({ role: 'user', content: 'kept' });
+      await writeBoard(offline, board, false);
+      await offline.close();
+      const joined = await freshTabula({
+        name,
+        userId: user,
+        tokenCounter: new ApproxTokenCounter(),
+        sync: httpSync({ url: 'http://sync.test', token: await tokenFor(user), fetch: viaServer(server), pollIntervalMs: 3_600_000 }),
+      });
+      joined.sync?.pause();
+      await joined.sync?.flush();
+      return joined;
+    }
+
+    // Such a profile queues the new life's ops, not the delete: another device learns of the delete from
+    // the life they name, and ends its own life of the session there, board included.
+    it('a life created past a delete this device never pulled ends its life here, board and its database included', { timeout: 60_000 }, async () => {
+      const server = startServer();
+      const alice = uniqueUser('alice');
+      const synced = await pausedDevice(alice, viaServer(server));
+      await writeBoard(synced, { mine: 'first life' });
+      const joined = await joinLate(server, alice, { theirs: 'second life' });
+      await synced.sync?.flush();
+      expect((await (await synced.session('s')).messages()).map((m) => m.content)).toEqual(['kept']);
+      expect(await boardOf(synced)).toEqual({ theirs: 'second life' });
+      await joined.sync?.flush();
+      expect(await boardOf(joined)).toEqual({ theirs: 'second life' });
+      await synced.close();
+      await joined.close();
+    });
+
+    it('a board database of a life that a pulled create ended goes, even with no board update to apply', { timeout: 60_000 }, async () => {
+      const server = startServer();
+      const alice = uniqueUser('alice');
+      const synced = await pausedDevice(alice, viaServer(server));
+      await writeBoard(synced, { mine: 'first life' });
+      const joined = await joinLate(server, alice, {});
+      await synced.sync?.flush();
+      expect((await (await synced.session('s')).messages()).map((m) => m.content)).toEqual(['kept']);
+      await synced.close();
+      await joined.close();
+      expect(await boardDatabases(synced.dbName)).toEqual([]);
+    });
+
     for (const newBoardFirst of [false, true]) {
       it(`board writes another device made to the old life never reach the new one (${newBoardFirst ? 'the new life has a board when they arrive' : 'they arrive first'})`, { timeout: 60_000 }, async () => {
         const server = startServer();

@@ -51,7 +51,7 @@ export async function device(server: SyncServer, userId: string, fetchImpl: type
  * is over once the first flush is: flushes run one after the other). Tokens are counted with
  * ApproxTokenCounter, so counts are the same on every device.
  */
-export async function pausedDevice(userId: string, fetchImpl: typeof fetch, label = 'device'): Promise<Tabula> {
+export async function pausedDevice(userId: string, fetchImpl: typeof fetch, label = 'device'): Promise<Tabula & { dbName: string }> {
   const tabula = await freshTabula({
     name: uniqueName(label),
     userId,
