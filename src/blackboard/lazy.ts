@@ -273,6 +273,8 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
       if (loading) return (await start()).prune(userId, sessionId, keep);
       for (const life of await boardLivesOnDisk(registryOptions.name, userId, sessionId)) if (life !== keep) await destroy(userId, sessionId, life);
     },
+    // Before the code loaded, no board is open in this tab (stand-ins hold no life).
+    openLife: (userId, sessionId) => real?.openLife(userId, sessionId),
     async close() {
       if (!loading) return;
       const registry = await loading.catch(() => null);

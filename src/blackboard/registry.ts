@@ -42,6 +42,11 @@ export interface BoardRegistry {
    * replica.
    */
   prune(userId: string, sessionId: string, keep: string | undefined): Promise<void>;
+  /**
+   * The life of the session's board open in this tab, once known; undefined when none is open. A board
+   * whose life has ended stays open until that end reaches this tab, and `acquire` hands it out meanwhile.
+   */
+  openLife(userId: string, sessionId: string): string | undefined;
   close(): Promise<void>;
 }
 
@@ -285,6 +290,7 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
       if (open !== undefined) lives.add(open);
       for (const life of [...lives].sort()) if (life !== keep) await destroy(userId, sessionId, life);
     },
+    openLife: (userId, sessionId) => entries.get(key(userId, sessionId))?.life,
     async close() {
       lives?.close();
       await Promise.all([...entries].map(([k, entry]) => shut(k, entry, 'close')));

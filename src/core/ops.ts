@@ -110,10 +110,18 @@ export type OpKind = keyof Bodies;
 /** The body of an op of kind K. */
 export type OpBody<K extends OpKind> = z.infer<Bodies[K]>;
 
-/** One change to one session. */
+/**
+ * One change to one session. `after` names the session life the op was written in: the order key of the
+ * `session.delete` that life began after ('' for a first life). Replicas drop ops of a life that a later
+ * delete ended, whatever order they arrive in. Ops written before lives were named have none (see
+ * `applyOp` for the rules they keep).
+ */
 export type Op = {
-  [K in OpKind]: { id: string; kind: K; userId: string; sessionId: string; order: string; body: OpBody<K> };
+  [K in OpKind]: { id: string; kind: K; userId: string; sessionId: string; order: string; after?: string; body: OpBody<K> };
 }[OpKind];
+
+/** A session life's `after` (see {@link Op}): '' (a first life) or the order key of a session.delete. */
+export const LifeAfterSchema = z.union([z.literal(''), OrderKeySchema]);
 
 const opVariants = (Object.keys(bodies) as OpKind[]).map((kind) =>
   z.strictObject({
@@ -122,12 +130,21 @@ const opVariants = (Object.keys(bodies) as OpKind[]).map((kind) =>
     userId: nameSchema(ID_MAX_LENGTH),
     sessionId: nameSchema(ID_MAX_LENGTH),
     order: OrderKeySchema,
+    after: z.optional(LifeAfterSchema),
     body: bodies[kind],
   }),
 );
 
 /** The zod schema of an {@link Op}. */
-export const OpSchema = z.discriminatedUnion('kind', opVariants as [(typeof opVariants)[number], ...typeof opVariants]) as unknown as z.ZodMiniType<Op>;
+export const OpSchema = z
+  .discriminatedUnion('kind', opVariants as [(typeof opVariants)[number], ...typeof opVariants])
+  // A life's ops are written after the delete it began after: an op that claims otherwise would end lives it never saw.
+  .check(
+    z.refine((op) => op.after === undefined || op.after < op.order, {
+      path: ['after'],
+      message: 'expected the order key of a delete ordered before the op (or \'\' for a first life)',
+    }),
+  ) as unknown as z.ZodMiniType<Op>;
 
 /** Validates an op from elsewhere (a tab, the server); throws `schema/invalid` naming the field. */
 export function parseOp(value: unknown, where = 'op'): Op {
@@ -141,6 +158,6 @@ export function parseOp(value: unknown, where = 'op'): Op {
 }
 
 /** Builds an op of kind K; the body is trusted (validated by the caller). */
-export function makeOp<K extends OpKind>(kind: K, fields: { id: string; userId: string; sessionId: string; order: string; body: OpBody<K> }): Op {
+export function makeOp<K extends OpKind>(kind: K, fields: { id: string; userId: string; sessionId: string; order: string; after?: string; body: OpBody<K> }): Op {
   return { ...fields, kind } as Op;
 }

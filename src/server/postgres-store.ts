@@ -32,11 +32,13 @@ CREATE TABLE IF NOT EXISTS tabula_items (
   user_id text NOT NULL, position bigint NOT NULL, client_id text, session_id text NOT NULL,
   op text, board bytea,
   PRIMARY KEY (user_id, position));
+-- A board update's session life (its "after"); databases created before lives were named get the column here.
+ALTER TABLE tabula_items ADD COLUMN IF NOT EXISTS life_after text;
 CREATE INDEX IF NOT EXISTS tabula_items_board ON tabula_items (user_id, session_id, position) WHERE board IS NOT NULL;
 -- One push in one statement, so an op-only push is one round trip (its own transaction,
 -- committed before the answer comes back). Inside a function every statement takes a new
 -- snapshot, so the seq read after the head row lock sees the previous holder's commit.
-CREATE OR REPLACE FUNCTION tabula_push_v1(p_user text, p_client text, p_seqs bigint[], p_sessions text[], p_ops text[], p_boards bytea[])
+CREATE OR REPLACE FUNCTION tabula_push_v2(p_user text, p_client text, p_seqs bigint[], p_sessions text[], p_ops text[], p_boards bytea[], p_lives text[])
 RETURNS TABLE (out_status text, out_last_seq bigint, out_appended bigint, out_head bigint)
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -64,9 +66,9 @@ BEGIN
     RETURN QUERY SELECT 'gap'::text, v_last, 0::bigint, v_head;
     RETURN;
   END IF;
-  INSERT INTO tabula_items (user_id, position, client_id, session_id, op, board)
-    SELECT p_user, v_head + (t.q - v_last), p_client, t.s, t.o, t.b
-    FROM unnest(p_seqs, p_sessions, p_ops, p_boards) AS t(q, s, o, b) WHERE t.q > v_last;
+  INSERT INTO tabula_items (user_id, position, client_id, session_id, op, board, life_after)
+    SELECT p_user, v_head + (t.q - v_last), p_client, t.s, t.o, t.b, t.l
+    FROM unnest(p_seqs, p_sessions, p_ops, p_boards, p_lives) AS t(q, s, o, b, l) WHERE t.q > v_last;
   UPDATE tabula_heads SET head = v_head + v_fresh WHERE user_id = p_user;
   INSERT INTO tabula_clients (user_id, client_id, last_seq) VALUES (p_user, p_client, v_max)
     ON CONFLICT (user_id, client_id) DO UPDATE SET last_seq = excluded.last_seq;
@@ -75,7 +77,7 @@ END
 $fn$;
 `;
 
-const PUSH = 'SELECT out_status, out_last_seq, out_appended, out_head FROM tabula_push_v1($1, $2, $3, $4, $5, $6)';
+const PUSH = 'SELECT out_status, out_last_seq, out_appended, out_head FROM tabula_push_v2($1, $2, $3, $4, $5, $6, $7)';
 
 /**
  * A page of a user's log, each item already in its wire JSON (a `PullItem`):
@@ -87,7 +89,8 @@ const PAGE = `
 SELECT position, CASE
   WHEN op IS NOT NULL THEN '{"clientId":' || coalesce(to_json(client_id)::text, 'null') || ',"op":' || op || '}'
   ELSE '{"clientId":' || coalesce(to_json(client_id)::text, 'null') || ',"board":{"sessionId":' || to_json(session_id)::text
-    || ',"update":"' || translate(encode(board, 'base64'), E'\\n', '') || '"}}'
+    || ',"update":"' || translate(encode(board, 'base64'), E'\\n', '') || '"'
+    || coalesce(',"after":' || to_json(life_after)::text, '') || '}}'
 END AS json
 FROM tabula_items WHERE user_id = $1 AND position > $2 ORDER BY position LIMIT $3`;
 
@@ -235,20 +238,35 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
     pokesInFlight.add(sent);
   }
 
-  async function compact(client: Pg.PoolClient, userId: string, sessionId: string): Promise<void> {
-    const count = await client.query<{ n: string }>('SELECT count(*) AS n FROM tabula_items WHERE user_id = $1 AND session_id = $2 AND board IS NOT NULL', [userId, sessionId]);
+  /**
+   * Drops the session's board updates of lives older than the newest one stored (a delete ended them:
+   * every client drops them too, whichever was pushed first), then merges those of life `after` once
+   * there are more than `compactAfter`. `IS NOT DISTINCT FROM` matches NULL too: a board from before
+   * lives were named is one life of its own.
+   */
+  async function compact(client: Pg.PoolClient, userId: string, sessionId: string, after: string | null): Promise<void> {
+    await client.query(
+      'DELETE FROM tabula_items WHERE user_id = $1 AND session_id = $2 AND board IS NOT NULL AND life_after < ' +
+        '(SELECT max(life_after) FROM tabula_items WHERE user_id = $1 AND session_id = $2 AND board IS NOT NULL)',
+      [userId, sessionId],
+    );
+    const count = await client.query<{ n: string }>(
+      'SELECT count(*) AS n FROM tabula_items WHERE user_id = $1 AND session_id = $2 AND board IS NOT NULL AND life_after IS NOT DISTINCT FROM $3',
+      [userId, sessionId, after],
+    );
     if (Number(count.rows[0]!.n) <= compactAfter) return;
     const rows = await client.query<{ position: string; board: Buffer }>(
-      'DELETE FROM tabula_items WHERE user_id = $1 AND session_id = $2 AND board IS NOT NULL RETURNING position, board',
-      [userId, sessionId],
+      'DELETE FROM tabula_items WHERE user_id = $1 AND session_id = $2 AND board IS NOT NULL AND life_after IS NOT DISTINCT FROM $3 RETURNING position, board',
+      [userId, sessionId, after],
     );
     const sorted = rows.rows.map((row) => ({ position: Number(row.position), board: row.board })).sort((a, b) => a.position - b.position);
     const merged = mergeBoardUpdates(sorted.map((row) => row.board));
-    await client.query('INSERT INTO tabula_items (user_id, position, client_id, session_id, op, board) VALUES ($1, $2, NULL, $3, NULL, $4)', [
+    await client.query('INSERT INTO tabula_items (user_id, position, client_id, session_id, op, board, life_after) VALUES ($1, $2, NULL, $3, NULL, $4, $5)', [
       userId,
       sorted[sorted.length - 1]!.position,
       sessionId,
       Buffer.from(merged.buffer, merged.byteOffset, merged.byteLength),
+      after,
     ]);
   }
 
@@ -259,22 +277,27 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
       const sessions: string[] = [];
       const ops: (string | null)[] = [];
       const boards: (Buffer | null)[] = [];
-      const boardSessions = new Set<string>();
+      const lives: (string | null)[] = [];
+      // The (session, life) pairs this push adds board updates to.
+      const boardSessions = new Map<string, [string, string | null]>();
       for (const item of items) {
         seqs.push(item.seq);
         if ('op' in item) {
           sessions.push(item.op.sessionId);
           ops.push(JSON.stringify(item.op));
           boards.push(null);
+          lives.push(null);
         } else {
           sessions.push(item.board.sessionId);
           ops.push(null);
           const bytes = item.board.update;
           boards.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
-          boardSessions.add(item.board.sessionId);
+          const after = item.board.after ?? null;
+          lives.push(after);
+          boardSessions.set(JSON.stringify([item.board.sessionId, after]), [item.board.sessionId, after]);
         }
       }
-      const params = [userId, clientId, seqs, sessions, ops, boards];
+      const params = [userId, clientId, seqs, sessions, ops, boards, lives];
       let appended: StorePokeItems | undefined;
       let result: StorePushResult;
       if (boardSessions.size === 0) {
@@ -296,7 +319,7 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
         result = await inTransaction(async (client) => {
           const pushed = toPushResult((await client.query<PushRow>(PUSH, params)).rows[0]);
           if (pushed.status !== 'applied' || pushed.appended === 0) return pushed;
-          for (const sessionId of boardSessions) await compact(client, userId, sessionId);
+          for (const [sessionId, after] of boardSessions.values()) await compact(client, userId, sessionId, after);
           if (pushed.appended <= POKE_MAX_ITEMS) {
             // After compaction, the pull's own query over the push's positions: what a pull would get now.
             const after = pushed.head - pushed.appended;

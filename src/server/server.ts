@@ -175,7 +175,8 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
         items.push(item);
       } else {
         const update = decodeBoardUpdate(item.board.update, limits.maxUpdateBytes, `items[${i}].board.update`);
-        items.push({ seq: item.seq, board: { sessionId: item.board.sessionId, update } });
+        const { sessionId, after } = item.board;
+        items.push({ seq: item.seq, board: after === undefined ? { sessionId, update } : { sessionId, update, after } });
       }
     }
     items.sort((a, b) => a.seq - b.seq);

@@ -19,10 +19,13 @@ CREATE TABLE IF NOT EXISTS tabula_clients (
   PRIMARY KEY (user_id, client_id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS tabula_items (
   user_id TEXT NOT NULL, position INTEGER NOT NULL, client_id TEXT, session_id TEXT NOT NULL,
-  op TEXT, board BLOB,
+  op TEXT, board BLOB, life_after TEXT,
   PRIMARY KEY (user_id, position)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tabula_items_board ON tabula_items (user_id, session_id, position) WHERE board IS NOT NULL;
 `;
+
+/** A board update's session life (`after`), added to databases created before lives were named. */
+const LIFE_COLUMN = 'ALTER TABLE tabula_items ADD COLUMN life_after TEXT';
 
 /**
  * A page of a user's log, each item already in its wire JSON (a `PullItem`):
@@ -33,7 +36,8 @@ CREATE INDEX IF NOT EXISTS tabula_items_board ON tabula_items (user_id, session_
 const PAGE = `
 SELECT position, CASE
   WHEN op IS NOT NULL THEN '{"clientId":' || json_quote(client_id) || ',"op":' || op || '}'
-  ELSE '{"clientId":' || json_quote(client_id) || ',"board":{"sessionId":' || json_quote(session_id) || ',"update":"' || tabula_base64(user_id, position, board) || '"}}'
+  ELSE '{"clientId":' || json_quote(client_id) || ',"board":{"sessionId":' || json_quote(session_id) || ',"update":"' || tabula_base64(user_id, position, board) || '"'
+    || CASE WHEN life_after IS NULL THEN '' ELSE ',"after":' || json_quote(life_after) END || '}}'
 END
 FROM tabula_items WHERE user_id = ? AND position > ? ORDER BY position LIMIT ?`;
 
@@ -50,6 +54,7 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
   db.pragma('synchronous = FULL');
   db.pragma('busy_timeout = 5000');
   db.exec(SCHEMA);
+  if (!db.prepare<[], { name: string }>('SELECT name FROM pragma_table_info(\'tabula_items\')').all().some((column) => column.name === 'life_after')) db.exec(LIFE_COLUMN);
   // Base64 for PAGE; SQLite calls it only for board rows.
   db.function('tabula_base64', { deterministic: true }, (userId, position, board) => {
     if (!Buffer.isBuffer(board)) throw new TabulaError('storage/failed', `Item ${String(position)} of user ${String(userId)} holds neither an op nor a board update.`);
@@ -63,20 +68,35 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
   const setSeq = db.prepare(
     'INSERT INTO tabula_clients (user_id, client_id, last_seq) VALUES (?, ?, ?) ON CONFLICT (user_id, client_id) DO UPDATE SET last_seq = excluded.last_seq',
   );
-  const insert = db.prepare('INSERT INTO tabula_items (user_id, position, client_id, session_id, op, board) VALUES (?, ?, ?, ?, ?, ?)');
-  const countBoard = db.prepare<[string, string], { n: number }>('SELECT count(*) AS n FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL');
-  const boardRows = db.prepare<[string, string], { position: number; board: Buffer }>(
-    'SELECT position, board FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL ORDER BY position',
+  const insert = db.prepare<[string, number, string | null, string, string | null, Uint8Array | null, string | null]>(
+    'INSERT INTO tabula_items (user_id, position, client_id, session_id, op, board, life_after) VALUES (?, ?, ?, ?, ?, ?, ?)',
   );
-  const deleteBoard = db.prepare('DELETE FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL');
+  // `IS` matches NULL too: the updates of a board from before lives were named are one life of their own.
+  const countBoard = db.prepare<[string, string, string | null], { n: number }>(
+    'SELECT count(*) AS n FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL AND life_after IS ?',
+  );
+  const boardRows = db.prepare<[string, string, string | null], { position: number; board: Buffer }>(
+    'SELECT position, board FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL AND life_after IS ? ORDER BY position',
+  );
+  const deleteBoard = db.prepare<[string, string, string | null]>('DELETE FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL AND life_after IS ?');
+  const deleteOlderLives = db.prepare<{ user: string; session: string }>(
+    'DELETE FROM tabula_items WHERE user_id = @user AND session_id = @session AND board IS NOT NULL AND life_after < ' +
+      '(SELECT max(life_after) FROM tabula_items WHERE user_id = @user AND session_id = @session AND board IS NOT NULL)',
+  );
   const page = db.prepare<[string, number, number], [number, string]>(PAGE).raw();
 
-  function compact(userId: string, sessionId: string): void {
-    if (countBoard.get(userId, sessionId)!.n <= compactAfter) return;
-    const rows = boardRows.all(userId, sessionId);
+  /**
+   * Drops the session's board updates of lives older than the newest one stored (a delete ended them:
+   * every client drops them too, whichever was pushed first), then merges those of life `after` once
+   * there are more than `compactAfter`.
+   */
+  function compact(userId: string, sessionId: string, after: string | null): void {
+    deleteOlderLives.run({ user: userId, session: sessionId });
+    if (countBoard.get(userId, sessionId, after)!.n <= compactAfter) return;
+    const rows = boardRows.all(userId, sessionId, after);
     const merged = mergeBoardUpdates(rows.map((row) => row.board));
-    deleteBoard.run(userId, sessionId);
-    insert.run(userId, rows[rows.length - 1]!.position, null, sessionId, null, merged);
+    deleteBoard.run(userId, sessionId, after);
+    insert.run(userId, rows[rows.length - 1]!.position, null, sessionId, null, merged, after);
   }
 
   /** The push's result, and its items as a poke carries them (read only when someone here listens). */
@@ -88,17 +108,19 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
     if (fresh.length === 0) return { result: { status: 'applied', lastSeq, appended: 0, head } };
     if (fresh.some((item, i) => item.seq !== lastSeq + 1 + i)) return { result: { status: 'gap', lastSeq } };
     const before = head;
-    const boards = new Set<string>();
+    // The (session, life) pairs this push added board updates to.
+    const boards = new Map<string, [string, string | null]>();
     for (const item of fresh) {
       head++;
       if ('op' in item) {
-        insert.run(userId, head, clientId, item.op.sessionId, JSON.stringify(item.op), null);
+        insert.run(userId, head, clientId, item.op.sessionId, JSON.stringify(item.op), null, null);
       } else {
-        insert.run(userId, head, clientId, item.board.sessionId, null, item.board.update);
-        boards.add(item.board.sessionId);
+        const after = item.board.after ?? null;
+        insert.run(userId, head, clientId, item.board.sessionId, null, item.board.update, after);
+        boards.set(JSON.stringify([item.board.sessionId, after]), [item.board.sessionId, after]);
       }
     }
-    for (const sessionId of boards) compact(userId, sessionId);
+    for (const [sessionId, after] of boards.values()) compact(userId, sessionId, after);
     setHead.run(userId, head);
     const newSeq = fresh[fresh.length - 1]!.seq;
     setSeq.run(userId, clientId, newSeq);

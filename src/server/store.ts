@@ -17,9 +17,12 @@
  * 5. **Pokes after commit.** Every subscriber of a user (on any instance
  *    sharing the store) is called after each push that appended items for
  *    that user has committed.
- * 6. **Compaction keeps content.** Board updates of a (user, session) may be
- *    replaced by their `Y.mergeUpdates` at the position of the newest one
- *    they replace, in the same transaction, with `clientId: null`.
+ * 6. **Compaction keeps content.** Board updates of a (user, session, life)
+ *    may be replaced by their `Y.mergeUpdates` at the position of the
+ *    newest one they replace, in the same transaction, with `clientId:
+ *    null`; updates of different lives (`after`) are never merged. Updates
+ *    of a life older than the newest stored are dropped: every
+ *    client drops them too.
  * 7. **Pokes carry small pushes.** A poke may hand the subscriber the items
  *    its push appended ({@link StorePokeItems}): exactly what
  *    `pull(userId, after, n)` returned right after that commit, positions
@@ -28,8 +31,8 @@
  */
 import type { Op } from '../core/ops.js';
 
-/** An op or a decoded board update, as stored. */
-export type StoredItem = { readonly op: Op } | { readonly board: { readonly sessionId: string; readonly update: Uint8Array } };
+/** An op or a decoded board update (of the session life `after` names, when it names one), as stored. */
+export type StoredItem = { readonly op: Op } | { readonly board: { readonly sessionId: string; readonly update: Uint8Array; readonly after?: string } };
 
 /** An item to store, numbered by the pushing client. */
 export type StorePushItem = StoredItem & { readonly seq: number };
@@ -37,8 +40,8 @@ export type StorePushItem = StoredItem & { readonly seq: number };
 /**
  * An item read back: its position and the item as it goes on the wire, the
  * JSON text of a `PullItem`, `{"clientId":…,"op":{…}}` or
- * `{"clientId":…,"board":{"sessionId":…,"update":"<base64>"}}` (`clientId`
- * null for a compacted board update). The store builds it in its query from
+ * `{"clientId":…,"board":{"sessionId":…,"update":"<base64>","after":…}}`
+ * (`clientId` null for a compacted board update, `after` only when pushed). The store builds it in its query from
  * what it wrote, the `JSON.stringify` of the validated op and the checked
  * board bytes, so a pull sends it as it is, without parsing and
  * re-serialising every item.
@@ -124,8 +127,8 @@ export interface ServerStore {
 /** Options every store takes. */
 export interface StoreOptions {
   /**
-   * Board updates of one (user, session) kept before they are merged into
-   * one with `Y.mergeUpdates`. @default 100
+   * Board updates of one (user, session, life) kept before they are merged
+   * into one with `Y.mergeUpdates`. @default 100
    */
   readonly compactBoardAfter?: number;
 }

@@ -15,11 +15,18 @@
  * - a journal commit names the last entry it covers; the watermark counts
  *   the entries up to the greatest one named, so a commit may arrive before
  *   its entries and another device's later entries stay pending.
- * Session lives are the exception: a session.create must reach a replica
- * before the ops made after it (sync delivers each device's ops in order),
- * and a delete followed by a create again on one device, while another
- * device created the same session id concurrently, does not converge yet
- * (that needs each op to name the life it belongs to).
+ * - session lives: every op names the life it was written in (`after`, the
+ *   order of the delete that life began after). The session's tombstone T
+ *   is the greatest delete order known; a delete ordered after T ends the
+ *   life and moves T, and an op whose `after` is past T proves such a
+ *   delete exists, so it is applied first. Ops of a life before T are
+ *   dropped. The session is then a function of the greatest delete and the
+ *   ops of the life after it, whatever order they came in.
+ * A session.create must still reach a replica before the ops made after it
+ * (sync delivers each device's ops in order, and another device writes to a
+ * life only after it has the create). Ops written before lives were named
+ * (no `after`) keep the older rules: a create ordered after the tombstone
+ * starts a life, ops ordered before the session's create are dropped.
  */
 import { hlcOf, parseHlc, subOrder } from '../core/hlc.js';
 import { emptyStateFields, type MessageStatus, type Op, type OpBody, type StateFields } from '../core/ops.js';
@@ -98,11 +105,66 @@ async function deleteSessionRows(db: TabulaDb, userId: string, sessionId: string
   ]);
 }
 
+/**
+ * Where an op stands among the session's lives, if the row alone can tell: true when it belongs to the
+ * row's life, false when a later delete ended its life, undefined when only the tombstone can tell (see
+ * {@link enterLife}). Ops that name no life keep the older rule: one ordered before the create is of
+ * an earlier life.
+ */
+function sameLife(row: SessionRow, op: Op): boolean | undefined {
+  if (op.after === undefined) return op.order >= row.createdOrder;
+  // A row that names its life has the tombstone as its `after` (only a delete moves the tombstone, and it takes the row).
+  if (row.after === undefined || op.after > row.after) return undefined;
+  return op.after === row.after;
+}
+
+/** The session's tombstone: the greatest delete order this replica knows ('' for none). */
+async function tombstoneOf(db: TabulaDb, slot: SessionSlot): Promise<string> {
+  if (slot.row?.after !== undefined) return slot.row.after;
+  const tombstone = await db.meta.get(tombstoneKey(slot.key[0], slot.key[1]));
+  return typeof tombstone?.value === 'string' ? tombstone.value : '';
+}
+
+/** Ends the session's life at `order`, as its delete does: every row of the session goes and the tombstone moves to `order`. */
+async function endLife(db: TabulaDb, slot: SessionSlot, order: string): Promise<void> {
+  const [userId, sessionId] = slot.key;
+  if (slot.row) {
+    await deleteSessionRows(db, userId, sessionId);
+    await db.sessions.delete(slot.key);
+  }
+  await db.meta.put({ key: tombstoneKey(userId, sessionId), value: order });
+  slot.row = undefined;
+  slot.dirty = false;
+}
+
+/**
+ * Settles an op that names its life (`after`) against the session's lives, before the op's own rules
+ * apply. A delete ordered after the tombstone ends the life; one at or before it changes nothing (its
+ * life, or a later one, has ended already). Any other op whose `after` is past the tombstone proves
+ * that delete, which ends the life first. Returns 'dead' for an op of an ended life (dropped),
+ * 'deleted' for a delete that ended one, 'live' for an op of the session's current life.
+ */
+async function enterLife(db: TabulaDb, slot: SessionSlot, op: Op, after: string): Promise<'dead' | 'deleted' | 'live'> {
+  const known = slot.row && op.kind !== 'session.delete' ? sameLife(slot.row, op) : undefined;
+  if (known !== undefined) return known ? 'live' : 'dead';
+  const tombstone = await tombstoneOf(db, slot);
+  if (op.kind === 'session.delete') {
+    // Whichever life it was written in: every life that began before it has ended, on every replica.
+    if (op.order <= tombstone) return 'dead';
+    await endLife(db, slot, op.order);
+    return 'deleted';
+  }
+  if (after < tombstone) return 'dead';
+  if (after > tombstone) await endLife(db, slot, after);
+  return 'live';
+}
+
 function newSessionRow(op: Op & { kind: 'session.create' }): SessionRow {
   // versionOrder and journalCommitted are optional in the row type only for rows written before they existed.
   return {
     userId: op.userId,
     sessionId: op.sessionId,
+    ...(op.after === undefined ? {} : { after: op.after }),
     version: 0,
     prefix: { systemPrompt: '', grounding: [], schemaBlock: null },
     prefixOrder: '',
@@ -266,7 +328,13 @@ async function applyInOrder(db: TabulaDb, ops: readonly Op[], conflicts?: SaveCo
       if (next.kind !== 'message.append' || next.userId !== op.userId || next.sessionId !== op.sessionId) break;
       run.push(next);
     }
-    applied.push(...(await applyAppends(db, slot, run)));
+    const row = slot.row;
+    if (!row || run.every((append) => sameLife(row, append) !== undefined)) {
+      applied.push(...(await applyAppends(db, slot, run)));
+      continue;
+    }
+    // Some append names a life only the tombstone can place (a delete this replica has not seen yet, say): one by one.
+    for (const append of run) if (await applyOp(db, slot, append)) applied.push(append);
   }
   for (const slot of slots.values()) await flushSlot(db, slot);
   return applied;
@@ -313,9 +381,10 @@ export function applyAppends(db: TabulaDb, slot: SessionSlot, ops: readonly Appe
   // outside the transaction).
   const row = slot.row;
   if (!row) return Dexie.Promise.resolve([]);
-  // Ops older than the session's creation belong to an earlier life of this id; ops before a clear or
-  // restore that has already been applied are gone for good (but count towards lastOrder, as in applyOp).
-  const ofThisLife = ops.filter((op) => op.order >= row.createdOrder);
+  // Ops of an earlier life of this id are dropped (those whose life only the tombstone can place went
+  // through applyOp's settling first: see applyOps); ops before a clear or restore that has already been
+  // applied are gone for good (but count towards lastOrder, as in applyOp).
+  const ofThisLife = ops.filter((op) => sameLife(row, op) !== false);
   for (const op of ofThisLife) touch(slot, row, op);
   const candidates = ofThisLife.filter((op) => op.order >= row.clearedBefore);
   if (candidates.length === 0) return Dexie.Promise.resolve([]);
@@ -376,11 +445,16 @@ function settle(slot: SessionSlot, row: SessionRow, applied: AppendOp[]): Append
  * session row itself is written by {@link flushSlot}.
  */
 export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<boolean> {
+  const named = op.after !== undefined;
+  if (op.after !== undefined) {
+    const life = await enterLife(db, slot, op, op.after);
+    if (life !== 'live') return life === 'deleted';
+  }
   const existing = slot.row;
 
   if (op.kind === 'session.create') {
-    // A replayed create from before a delete must not bring the session back.
-    const tombstone = await db.meta.get(tombstoneKey(op.userId, op.sessionId));
+    // A replayed create from before a delete must not bring the session back (enterLife has placed a create that names its life).
+    const tombstone = named ? undefined : await db.meta.get(tombstoneKey(op.userId, op.sessionId));
     if (tombstone && typeof tombstone.value === 'string' && op.order <= tombstone.value) return false;
     if (!existing) {
       slot.row = newSessionRow(op);
@@ -410,8 +484,9 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
     }
     return false;
   }
-  // Ops older than the session's creation (a replayed delete, say) belong to an earlier life of this id.
-  if (op.order < existing.createdOrder) return false;
+  // Ops older than the session's creation (a replayed delete, say) belong to an earlier life of this id;
+  // an op that names its life has been placed by enterLife (an earlier create of its life may still come).
+  if (!named && op.order < existing.createdOrder) return false;
   const row: SessionRow = existing;
   touch(slot, row, op);
 

@@ -52,6 +52,13 @@ export interface SessionRow {
    * another device does not move it. Rows written before it existed use `createdOrder` (see {@link lifeOf}).
    */
   life?: string;
+  /**
+   * The life's place among the session's lives: the order key of the delete it began after ('' for a
+   * first life), the same on every replica; every op written in this life carries it (see `Op.after`).
+   * While a row has it, the session's tombstone equals it. Rows created before lives were named have
+   * none, and their ops none either.
+   */
+  after?: string;
   /** Messages ordered before this key were dropped by a clear or a restore; an append ordered before it is refused. */
   clearedBefore: string;
   state: StateFields;
@@ -144,7 +151,7 @@ export interface CheckpointRow {
  * A queued item for the sync server: an op, written in the op's own transaction, or a blackboard
  * update (base64), the part of a board the server has not been sent yet, queued by the sync leader.
  */
-export type OutboxRow = { seq?: number; op: Op; board?: undefined } | { seq?: number; op?: undefined; board: { sessionId: string; update: string } };
+export type OutboxRow = { seq?: number; op: Op; board?: undefined } | { seq?: number; op?: undefined; board: { sessionId: string; update: string; after?: string } };
 
 export interface MetaRow {
   key: string;
@@ -256,6 +263,7 @@ const rowSchemas = {
     summaryOrder: z.string(),
     createdOrder: z.string(),
     life: z.optional(z.string()),
+    after: z.optional(z.string()),
     clearedBefore: z.string(),
     state: StateFieldsSchema,
     messageCount: z.number().check(z.int(), z.nonnegative()),
@@ -313,7 +321,7 @@ const rowSchemas = {
   }),
   outbox: z.union([
     z.object({ seq: z.optional(z.number()), op: OpSchema }),
-    z.object({ seq: z.optional(z.number()), board: z.object({ sessionId: z.string(), update: z.string() }) }),
+    z.object({ seq: z.optional(z.number()), board: z.object({ sessionId: z.string(), update: z.string(), after: z.optional(z.string()) }) }),
   ]),
   runs: z.object({
     runId: z.string(),

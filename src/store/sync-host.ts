@@ -43,6 +43,8 @@ export interface SyncBoards {
 /** One open blackboard: its loaded doc, shared with the tab's session handles. */
 export interface SyncBoard {
   readonly doc: Y.Doc;
+  /** The session life the board belongs to, as its ops name it (`Op.after`); absent for a session created before lives were named. */
+  readonly after?: string;
   /** Resolves once every change applied so far is stored. */
   flushed(): Promise<void>;
   release(): Promise<void>;

@@ -36,7 +36,9 @@ async function sessionOps(db: TabulaDb, row: SessionRow): Promise<Op[]> {
     db.checkpoints.where('[userId+sessionId]').equals([userId, sessionId]).toArray(),
   ]);
   const ops: Op[] = [];
-  const op = <K extends OpKind>(kind: K, order: string, body: OpBody<K>, id = newId()) => ops.push({ id, kind, userId, sessionId, order, body } as Op);
+  // Each op names the row's life, as the writer stamped it (rows from before lives were named have none).
+  const life = row.after === undefined ? {} : { after: row.after };
+  const op = <K extends OpKind>(kind: K, order: string, body: OpBody<K>, id = newId()) => ops.push({ id, kind, userId, sessionId, order, ...life, body } as Op);
 
   op('session.create', row.createdOrder, { createdAt: row.createdAt, forkOf: row.forkOf });
   if (row.prefixOrder !== '') op('prefix.set', row.prefixOrder, { prefix: row.prefix });

@@ -151,7 +151,8 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       publish: (changes) => {
         for (const change of changes) {
           store.feed.publish(change, 'remote');
-          if (change.kinds.includes('session.delete')) pruneBoards(store, change.userId, change.sessionId);
+          // A create can end a life too: one of a life past this replica's last delete proves that delete (see apply.ts).
+          if (change.kinds.includes('session.delete') || change.kinds.includes('session.create')) pruneBoards(store, change.userId, change.sessionId);
         }
       },
       boards: syncBoards(store, defaultUserId, boardNotices as BoardNotices),
@@ -337,10 +338,11 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
 }
 
 /**
- * A session deleted on another device: its board closes in every tab here
- * and its database goes, as a local delete's does. The delete named no life
- * of this replica, so every life but the current one (the session may have
- * been created again in the same pull) ends. close() waits for it.
+ * A session deleted on another device (or created in a life past the last
+ * delete known here, which proves that delete): its board closes in every
+ * tab here and its database goes, as a local delete's does. Lives are named
+ * per replica, so every life but the current one (the session may have been
+ * created again in the same pull) ends. close() waits for it.
  */
 function pruneBoards(store: StoreContext, userId: string, sessionId: string): void {
   const pruning: Promise<void> = store.db.sessions
@@ -362,7 +364,12 @@ function syncBoards(store: StoreContext, userId: string, notices: BoardNotices):
       return rows.filter((row) => !listed || listed.has(blackboardDatabaseName(name, userId, row.sessionId, lifeOf(row)))).map((row) => row.sessionId);
     },
     async open(sessionId) {
-      if (store.closed || !(await db.sessions.get([userId, sessionId]))) return null;
+      const row = store.closed ? undefined : await db.sessions.get([userId, sessionId]);
+      if (!row) return null;
+      // A board of an earlier life may still be open here (a session handle holds it, and a delete pulled
+      // from another device ends it only once announced): acquire would hand it out. Its life is over.
+      const stale = store.boards.openLife(userId, sessionId);
+      if (stale !== undefined && stale < lifeOf(row)) await store.boards.destroy(userId, sessionId, stale);
       const lease = store.boards.acquire(userId, sessionId);
       try {
         await lease.blackboard.whenLoaded;
@@ -372,7 +379,18 @@ function syncBoards(store: StoreContext, userId: string, notices: BoardNotices):
         await lease.release();
         return null;
       }
-      return { doc: lease.blackboard.doc, flushed: () => lease.blackboard.flushed(), release: () => lease.release() };
+      // The board goes with the life `row` names only if no delete and re-create came in between (lives only grow).
+      const now = await db.sessions.get([userId, sessionId]);
+      if (!now || lifeOf(now) !== lifeOf(row)) {
+        await lease.release();
+        return null;
+      }
+      return {
+        doc: lease.blackboard.doc,
+        ...(row.after === undefined ? {} : { after: row.after }),
+        flushed: () => lease.blackboard.flushed(),
+        release: () => lease.release(),
+      };
     },
     onLocalChange(listener) {
       return notices.subscribe((changedUser, sessionId) => {

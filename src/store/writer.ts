@@ -23,7 +23,7 @@ import { checkRow, lifeOf, sessionTables, tombstoneKey, type OutboxRow, type Ses
  * Queues ops for sync in the caller's transaction, numbered 1, 2, 3… with no gap (the server refuses
  * gaps): the seq counter lives in meta, so an aborted write takes its numbers back with it.
  */
-export async function queueOutbox(db: TabulaDb, items: readonly (Op | { board: { sessionId: string; update: string } })[]): Promise<void> {
+export async function queueOutbox(db: TabulaDb, items: readonly (Op | { board: { sessionId: string; update: string; after?: string } })[]): Promise<void> {
   if (items.length === 0) return;
   const last = await db.meta.get(OUTBOX_SEQ_KEY);
   let seq = typeof last?.value === 'number' ? last.value : 0;
@@ -181,12 +181,23 @@ async function attempt<T>(
         if (slot.row) checkRow('sessions', slot.key, slot.row);
       }
       let after = slot.row?.lastOrder ?? '';
+      // The life a create starts when there is no row: after the session's last delete ('' for none).
+      let ended = '';
       if (!slot.row) {
         // A deleted session's tombstone may be ahead of this tab's clock (another tab's clock, or the
         // system clock stepped back): a re-create must sort after it, or applyOp would refuse it.
         const tombstone = await db.meta.get(tombstoneKey(userId, sessionId));
-        if (typeof tombstone?.value === 'string' && tombstone.value > after) after = tombstone.value;
+        if (typeof tombstone?.value === 'string') ended = tombstone.value;
+        if (ended > after) after = ended;
       }
+      /**
+       * The life every op written now names (see `Op.after`): the row's, or the one a create starts.
+       * A row created before lives were named has none: its ops keep naming none.
+       */
+      const lifeAfter = (): { after?: string } => {
+        const life = slot.row ? slot.row.after : ended;
+        return life === undefined ? {} : { after: life };
+      };
       const nextOrder = (): string => {
         let order = clock.now();
         // Another tab or device may have written with a clock ahead of ours: stay causal.
@@ -203,16 +214,17 @@ async function attempt<T>(
         nextOrder,
         async emit(kind, body, options = {}) {
           const order = options.order ?? nextOrder();
-          const op = { id: options.id ?? newId(), kind, userId, sessionId, order, body } as Op;
+          const op = { id: options.id ?? newId(), kind, userId, sessionId, order, ...lifeAfter(), body } as Op;
           emitted.push(op);
           if (await applyOp(db, slot, op)) applied.push(op);
+          if (kind === 'session.delete' && !slot.row) ended = order;
           // Imported ops carry their own order; later ops must still sort after all of them.
           if (slot.row && slot.row.lastOrder > after) after = slot.row.lastOrder;
           return op;
         },
         async emitAppends(bodies, orders) {
           const ops = bodies.map(
-            (body, index): AppendOp => ({ id: newId(), kind: 'message.append', userId, sessionId, order: orders?.[index] ?? nextOrder(), body }),
+            (body, index): AppendOp => ({ id: newId(), kind: 'message.append', userId, sessionId, order: orders?.[index] ?? nextOrder(), ...lifeAfter(), body }),
           );
           emitted.push(...ops);
           applied.push(...(await applyAppends(db, slot, ops)));

@@ -37,30 +37,47 @@ export function queueBoard(db: TabulaDb, userId: string, sessionId: string, boar
     const queued = await readQueued(db, key);
     const now = Y.snapshot(board.doc);
     if (Y.equalSnapshots(queued, now)) return false;
-    const update = Y.encodeStateAsUpdate(board.doc, Y.encodeStateVector(queued.sv));
-    await queueOutbox(db, [{ board: { sessionId, update: toBase64(update) } }]);
+    const update = toBase64(Y.encodeStateAsUpdate(board.doc, Y.encodeStateVector(queued.sv)));
+    // The update names the board's session life, so that no replica applies it to another life.
+    await queueOutbox(db, [{ board: board.after === undefined ? { sessionId, update } : { sessionId, update, after: board.after } }]);
     await db.meta.put({ key, value: toBase64(Y.encodeSnapshot(now)) });
     return true;
   });
 }
 
+/** A decoded board update of a pulled page, with the session life it names (none: written before lives were named). */
+export interface PulledBoardUpdate {
+  readonly after: string | undefined;
+  readonly bytes: Uint8Array;
+}
+
 /**
- * Decodes and checks the board updates of a pulled page before anything is applied; throws
+ * Decodes and checks the board updates of a pulled page before anything is applied, by session; throws
  * `schema/invalid` naming the item when one does not decode or would put a non-JSON value on a board.
  */
-export function decodeBoardUpdates(items: readonly { index: number; sessionId: string; update: string }[]): Map<string, Uint8Array[]> {
-  const bySession = new Map<string, Uint8Array[]>();
-  for (const { index, sessionId, update } of items) {
+export function decodeBoardUpdates(items: readonly { index: number; sessionId: string; update: string; after: string | undefined }[]): Map<string, PulledBoardUpdate[]> {
+  const bySession = new Map<string, PulledBoardUpdate[]>();
+  for (const { index, sessionId, update, after } of items) {
     const bytes = fromBase64(update);
     const problem = checkBlackboardUpdate(bytes);
     if (problem) {
       throw new TabulaError('schema/invalid', `The sync server sent items[${index}].board for session "${sessionId}" that cannot be applied: ${problem}; nothing of that page was applied.`);
     }
     const list = bySession.get(sessionId) ?? [];
-    list.push(bytes);
+    list.push({ after, bytes });
     bySession.set(sessionId, list);
   }
   return bySession;
+}
+
+/**
+ * The updates that belong on `board`: those of its session life. An update of another life is dropped:
+ * an older life ended with a delete this replica has applied, and a newer one is not this board's (its
+ * create comes before it in the server's order, so by now the session is of that life or a later one).
+ * An update that names no life (written before lives were named) goes to the current life.
+ */
+export function updatesForLife(board: SyncBoard, updates: readonly PulledBoardUpdate[]): Uint8Array[] {
+  return updates.filter((update) => update.after === undefined || update.after === board.after).map((update) => update.bytes);
 }
 
 /**

@@ -19,7 +19,7 @@ import { applyOps, type SaveConflict } from '../store/apply.js';
 import type { SaveConflictInfo } from '../store/changes.js';
 import { checkRow, sessionTables } from '../store/schema.js';
 import type { SyncAdapter, SyncEngine, SyncHost, SyncStatus } from '../store/sync-host.js';
-import { applyRemoteBoard, decodeBoardUpdates, queueBoard } from './boards.js';
+import { applyRemoteBoard, decodeBoardUpdates, queueBoard, updatesForLife } from './boards.js';
 import { readPokes } from './events.js';
 import {
   DEFAULT_SYNC_LIMITS,
@@ -275,10 +275,10 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   const applyPage = async (page: { readonly items: readonly PullItem[]; readonly cursor: string | null }, from?: { readonly after: string | null }): Promise<'applied' | 'current' | 'stale'> => {
     const id = await clientId;
     const ops: Op[] = [];
-    const boardItems: { index: number; sessionId: string; update: string }[] = [];
+    const boardItems: { index: number; sessionId: string; update: string; after: string | undefined }[] = [];
     for (const [index, item] of page.items.entries()) {
       if ('board' in item) {
-        if (item.clientId !== id) boardItems.push({ index, sessionId: item.board.sessionId, update: item.board.update });
+        if (item.clientId !== id) boardItems.push({ index, sessionId: item.board.sessionId, update: item.board.update, after: item.board.after });
         continue;
       }
       if (item.op.userId !== host.userId) {
@@ -286,11 +286,12 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       }
       if (item.clientId !== id) ops.push(item.op);
     }
-    // A board update that a delete of its session follows in this page belongs to a life that ended:
-    // applied after the page's ops, it would land in the session created again.
+    // A board update that names no life (written before lives were named) and that a delete of its
+    // session follows in this page belongs to a life that ended: applied after the page's ops, it would
+    // land in the session created again. Updates that name their life go only to that life (updatesForLife).
     const deletedAt = new Map<string, number>();
     for (const [index, item] of page.items.entries()) if ('op' in item && item.op.kind === 'session.delete') deletedAt.set(item.op.sessionId, index);
-    const boards = decodeBoardUpdates(boardItems.filter((item) => (deletedAt.get(item.sessionId) ?? -1) < item.index));
+    const boards = decodeBoardUpdates(boardItems.filter((item) => item.after !== undefined || (deletedAt.get(item.sessionId) ?? -1) < item.index));
     const conflicts: SaveConflict[] = [];
     let applied: Op[];
     try {
@@ -320,7 +321,8 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       const board = await host.boards.open(sessionId);
       if (!board) continue;
       try {
-        await applyRemoteBoard(db, host.userId, sessionId, board, updates);
+        const ofThisLife = updatesForLife(board, updates);
+        if (ofThisLife.length > 0) await applyRemoteBoard(db, host.userId, sessionId, board, ofThisLife);
       } finally {
         await board.release();
       }

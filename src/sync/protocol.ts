@@ -9,7 +9,7 @@
  * does that with what its platform has) and it does not talk to the network.
  *
  * ```
- * POST /v1/push  {clientId, items: [{seq, op} | {seq, board: {sessionId, update}}]} → {lastSeq}
+ * POST /v1/push  {clientId, items: [{seq, op} | {seq, board: {sessionId, update, after?}}]} → {lastSeq}
  * POST /v1/pull  {cursor, limit?} → {items: [{clientId, op} | {clientId, board}], cursor, more}
  * GET  /v1/events  text/event-stream of `poke` events ({cursor, after?, items?}) and `:` heartbeat comments
  * GET  /v1/health  {ok: true, protocol}
@@ -18,7 +18,7 @@
  */
 import * as z from 'zod/mini';
 import { TabulaError, describeIssues } from '../core/errors.js';
-import { OpSchema, type Op } from '../core/ops.js';
+import { LifeAfterSchema, OpSchema, type Op } from '../core/ops.js';
 import { ID_MAX_LENGTH, nameSchema } from '../core/names.js';
 import { safeParse } from '../core/validation.js';
 
@@ -68,16 +68,23 @@ export const Base64Schema = z.string().check(z.regex(/^(?:[A-Za-z0-9+/]{4})*(?:[
  */
 export const CursorSchema = z.string().check(z.regex(/^\d{1,15}$/, 'expected a cursor returned by the server'));
 
-/** A blackboard (Yjs) update of one session, base64-encoded. */
+/** A blackboard (Yjs) update of one session life, base64-encoded. */
 export const BoardUpdateSchema = z.strictObject({
   sessionId: nameSchema(ID_MAX_LENGTH),
   update: Base64Schema,
+  after: z.optional(LifeAfterSchema),
 });
 /** A blackboard update of one session, as it travels. */
 export interface BoardUpdate {
   readonly sessionId: string;
   /** A Yjs update (`Y.encodeStateAsUpdate` / an `update` event), base64. */
   readonly update: string;
+  /**
+   * The session life the board belongs to, as ops name it (`Op.after`): a client applies the update
+   * only to that life, and the server compacts each life's updates apart. Absent from boards of
+   * sessions created before lives were named.
+   */
+  readonly after?: string;
 }
 
 /** One pushed item: an op or a board update, numbered by the client. */

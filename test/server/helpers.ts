@@ -61,14 +61,16 @@ export async function tokenFor(sub: string, options: { secret?: string; exp?: nu
 }
 
 /** A pulled item decoded: its wire JSON checked against the protocol's `PullItem` schema, board bytes from base64. */
-export type DecodedItem = { position: number; clientId: string | null } & ({ op: Op } | { board: { sessionId: string; update: Uint8Array } });
+export type DecodedItem = { position: number; clientId: string | null } & ({ op: Op } | { board: { sessionId: string; update: Uint8Array; after?: string } });
 
 /** Decodes a store's pulled item; throws when its JSON is not a valid `PullItem`. */
 export function decodePulled(item: StorePulledItem): DecodedItem {
   const [wire] = PullResponseSchema.parse({ items: [JSON.parse(item.json)], cursor: null, more: false }).items;
   if (!wire) throw new Error('no item');
   if ('op' in wire) return { position: item.position, clientId: wire.clientId, op: wire.op };
-  return { position: item.position, clientId: wire.clientId, board: { sessionId: wire.board.sessionId, update: new Uint8Array(Buffer.from(wire.board.update, 'base64')) } };
+  const { sessionId, after } = wire.board;
+  const update = new Uint8Array(Buffer.from(wire.board.update, 'base64'));
+  return { position: item.position, clientId: wire.clientId, board: after === undefined ? { sessionId, update } : { sessionId, update, after } };
 }
 
 /** A JSON request to the server with a bearer token (or none). */

@@ -280,6 +280,44 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
       await store.close();
     });
 
+    it('keeps a board update\'s session life, and compacts each life apart', async () => {
+      const { store } = await setup.create({ compactBoardAfter: 4 });
+      const alice = uniqueUser('alice');
+      const first = boardWriter();
+      const second = boardWriter();
+      const life = '001700000000003.000000.a';
+      // Interleaved: a device that had not heard of the delete yet kept writing to the first life.
+      let seq = 0;
+      for (let i = 0; i < 6; i++) {
+        await store.push(alice, 'c', [{ seq: ++seq, board: { sessionId: 's1', update: first.write(`old${i}`, 'x'), after: '' } }]);
+        await store.push(alice, 'd', [{ seq, board: { sessionId: 's1', update: second.write(`new${i}`, 'y'), after: life } }]);
+      }
+      const boards = (await pullAll(store, alice)).flatMap((item) => ('board' in item ? [item.board] : []));
+      // No update holds both lives' content: the newer life's updates hold exactly its own board.
+      expect(boardOf(boards.filter((board) => board.after === life).map((board) => board.update))).toEqual(second.doc.getMap('board').toJSON());
+      expect(boards.every((board) => board.after === life || board.after === '')).toBe(true);
+      expect(boards.filter((board) => board.after === life).length).toBeLessThanOrEqual(4);
+      await store.close();
+    });
+
+    it('a fresh pull after a delete, a re-create and more than compactBoardAfter updates holds nothing of the old life\'s board', async () => {
+      const { store } = await setup.create({ compactBoardAfter: 4 });
+      const alice = uniqueUser('alice');
+      const old = boardWriter();
+      const renewed = boardWriter();
+      const life = '001700000000003.000000.a';
+      let seq = 0;
+      for (let i = 0; i < 6; i++) await store.push(alice, 'c', [{ seq: ++seq, board: { sessionId: 's1', update: old.write(`old${i}`, 'x'), after: '' } }]);
+      for (let i = 0; i < 6; i++) await store.push(alice, 'c', [{ seq: ++seq, board: { sessionId: 's1', update: renewed.write(`new${i}`, 'y'), after: life } }]);
+      // A late update of the old life, pushed by a device that had not heard of the delete.
+      await store.push(alice, 'd', [{ seq: 1, board: { sessionId: 's1', update: old.write('late', 'x'), after: '' } }]);
+      const boards = (await pullAll(store, alice)).flatMap((item) => ('board' in item ? [item.board] : []));
+      expect(boards.map((board) => board.after)).toEqual(boards.map(() => life));
+      expect(boardOf(boards.map((board) => board.update))).toEqual(renewed.doc.getMap('board').toJSON());
+      expect(await store.head(alice)).toBe(13);
+      await store.close();
+    });
+
     it('keeps what was pushed after being closed and reopened', async () => {
       const { store, reopen } = await setup.create();
       const alice = uniqueUser('alice');

@@ -1,14 +1,17 @@
 /**
- * Convergence of the one write path (property): two devices write to one
- * session without seeing each other, then each op reaches a replica in any
- * order that keeps each device's own order (as sync delivers them), in
- * random batches. Every replica must end equal to one that applied all ops
- * in order-key order. Saves with clashing versions and restores are left
- * out: their divergences are the expected failures in apply.guards.test.ts.
+ * Convergence of the one write path (property): three devices write to one
+ * session without seeing each other, deleting it and creating it again as
+ * they go, then each op reaches a replica in any order that keeps each
+ * device's own order (as sync delivers them), in random batches. Every
+ * replica must end equal to one that applied all ops in order-key order.
+ * Each device stamps its ops with the life they were written in, as the
+ * writer does (`Op.after`); a run without lives (ops from before they were
+ * named) leaves re-creates out, which those ops cannot order. Saves with
+ * clashing versions and restores are left out: apply.guards.test.ts covers them.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createHlc, subOrder, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
+import { createHlc, hlcOf, subOrder, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
 import { applyOps } from '../../../src/store/apply.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/schema.js';
 import { fcParams } from '../seed.js';
@@ -27,6 +30,7 @@ type Action =
   | { kind: 'clear' }
   | { kind: 'checkpoint' }
   | { kind: 'delete' }
+  | { kind: 'create' }
   | { kind: 'tick'; ms: number };
 
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
@@ -42,24 +46,45 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
   fc.record({ kind: fc.constant('clear' as const) }),
   fc.record({ kind: fc.constant('checkpoint' as const) }),
   { arbitrary: fc.constant({ kind: 'delete' as const }), weight: 1 },
+  { arbitrary: fc.constant({ kind: 'create' as const }), weight: 1 },
   { arbitrary: fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 1, max: 5 }) }), weight: 3 },
 );
 
-/** One device's ops, made by its own clock (skewed by `skewMs`), the way its session handle would. */
-function deviceOps(device: string, skewMs: number, actions: Action[]): Op[] {
+/**
+ * One device's ops, made by its own clock (skewed by `skewMs`), the way its session handle would: with
+ * `lives`, each op names the life it was written in, and after a delete the device may create the
+ * session again; it writes nothing while the session is gone here.
+ */
+function deviceOps(device: string, skewMs: number, actions: Action[], lives: boolean, created: Op): Op[] {
   let wall = 1_700_000_000_000 + skewMs;
   const clock = createHlc({ clientId: device, wallClock: () => wall });
+  // The device has the session, so its clock has seen the create (a clock behind it moves past it).
+  clock.receive(hlcOf(created.order));
   let seq = 0;
   let journalCount = 0;
   let lastEntry: string | undefined;
-  const streaming: string[] = [];
+  let streaming: string[] = [];
   const ops: Op[] = [];
+  // The device's current life ('' the shared first one) and whether the session exists on it.
+  let after = '';
+  let exists = true;
   const make = <K extends OpKind>(kind: K, body: OpBody<K>) => {
-    const op = { id: `${device}-op${++seq}`, kind, userId: 'u', sessionId: 's', order: clock.now(), body } as Op;
+    const op = { id: `${device}-op${++seq}`, kind, userId: 'u', sessionId: 's', order: clock.now(), ...(lives ? { after } : {}), body } as Op;
     ops.push(op);
     return op;
   };
   for (const action of actions) {
+    if (action.kind === 'tick') {
+      wall += action.ms;
+      continue;
+    }
+    if (action.kind === 'create') {
+      if (exists || !lives) continue;
+      make('session.create', { createdAt: seq, forkOf: null });
+      exists = true;
+      continue;
+    }
+    if (!exists) continue;
     switch (action.kind) {
       case 'append': {
         const id = `${device}-m${seq}`;
@@ -108,10 +133,11 @@ function deviceOps(device: string, skewMs: number, actions: Action[]): Op[] {
         });
         break;
       case 'delete':
-        make('session.delete', {});
-        break;
-      case 'tick':
-        wall += action.ms;
+        after = make('session.delete', {}).order;
+        exists = false;
+        journalCount = 0;
+        lastEntry = undefined;
+        streaming = [];
         break;
     }
   }
@@ -135,28 +161,35 @@ async function contents(db: TabulaDb): Promise<Record<string, unknown>> {
 }
 
 describe('applyOps convergence (property)', () => {
-  it('replicas that receive two devices\' ops in any causal order end equal to in-order application', async () => {
+  it('replicas that receive three devices\' ops in any causal order end equal to in-order application', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(actionArb, { maxLength: 20 }),
-        fc.array(actionArb, { maxLength: 20 }),
-        fc.integer({ min: -3, max: 3 }),
-        fc.infiniteStream(fc.integer({ min: 0, max: 3 })),
-        async (actionsA, actionsB, skewB, choices) => {
-          const create: Op = { id: 'create', kind: 'session.create', userId: 'u', sessionId: 's', order: createHlc({ clientId: '0', wallClock: () => 1_699_999_999_999 }).now(), body: { createdAt: 1, forkOf: null } };
-          const a = deviceOps('a', 0, actionsA);
-          const b = deviceOps('b', skewB, actionsB);
-          const sorted = [create, ...a, ...b].sort((x, y) => (x.order < y.order ? -1 : 1));
-          // A random merge of a and b that keeps each one's order, cut into random batches.
+        fc.boolean(),
+        fc.array(fc.array(actionArb, { maxLength: 20 }), { minLength: 3, maxLength: 3 }),
+        fc.array(fc.integer({ min: -3, max: 3 }), { minLength: 3, maxLength: 3 }),
+        fc.infiniteStream(fc.integer({ min: 0, max: 5 })),
+        async (lives, actions, skews, choices) => {
+          const create: Op = {
+            id: 'create',
+            kind: 'session.create',
+            userId: 'u',
+            sessionId: 's',
+            order: createHlc({ clientId: '0', wallClock: () => 1_699_999_999_999 }).now(),
+            ...(lives ? { after: '' } : {}),
+            body: { createdAt: 1, forkOf: null },
+          };
+          const devices = ['a', 'b', 'c'].map((device, index) => deviceOps(device, skews[index]!, actions[index]!, lives, create));
+          const sorted = [create, ...devices.flat()].sort((x, y) => (x.order < y.order ? -1 : 1));
+          // A random merge of the devices' ops that keeps each one's order, cut into random batches.
           const picks = choices[Symbol.iterator]();
           const batches: Op[][] = [[create]];
-          let i = 0;
-          let j = 0;
-          while (i < a.length || j < b.length) {
+          const next = devices.map(() => 0);
+          for (let left = sorted.length - 1; left > 0; left--) {
             const choice = picks.next().value as number;
-            const next = j >= b.length || (i < a.length && choice % 2 === 0) ? a[i++]! : b[j++]!;
-            if (choice >= 2) batches.push([]);
-            batches.at(-1)!.push(next);
+            const open = devices.flatMap((ops, index) => (next[index]! < ops.length ? [index] : []));
+            const device = open[choice % open.length]!;
+            if (choice >= 3) batches.push([]);
+            batches.at(-1)!.push(devices[device]![next[device]!++]!);
           }
           const expected = await contents(await replicaOf([sorted]));
           expect(await contents(await replicaOf(batches))).toEqual(expected);
@@ -164,5 +197,5 @@ describe('applyOps convergence (property)', () => {
       ),
       fcParams(60),
     );
-  }, 120_000);
+  }, 240_000);
 });

@@ -3,15 +3,17 @@
  * a board written on one device reaches another (sets and deletes, origin
  * 'remote'), nothing pulled is sent back, a change written while no sync
  * engine ran (a crash before it was queued) is found on the next start, a
- * queued row survives a restart, and a bad board update from the server
- * changes nothing.
+ * queued row survives a restart, a bad board update from the server
+ * changes nothing, and a board update goes only to the session life it
+ * was written in (no device ever shows an old life's board in a new one).
  */
 import { describe, expect, it, vi } from 'vitest';
-import type { BlackboardChange } from '../../../src/index.js';
+import { ApproxTokenCounter, type BlackboardChange, type JsonValue, type Tabula } from '../../../src/index.js';
 import { createDb } from '../../../src/store/schema.js';
-import { uniqueUser } from '../../server/helpers.js';
+import { tokenFor, uniqueUser } from '../../server/helpers.js';
 import { freshTabula, uniqueName } from '../store/helpers.js';
-import { device, startServer, viaServer } from './helpers.js';
+import { httpSync } from '../../../src/sync/index.js';
+import { device, pausedDevice, startServer, viaServer } from './helpers.js';
 
 /** The names of the board databases this browser holds for database `name`. */
 async function boardDatabases(name: string): Promise<string[]> {
@@ -221,5 +223,129 @@ describe('httpSync: blackboards', () => {
       await one.close();
       await after.close();
     });
+  });
+
+  describe('session lives', () => {
+    /** Sets `values` on the board of session `s`, each key in its own stored change, pushing each with a flush. */
+    async function writeBoard(tabula: Tabula, values: Record<string, JsonValue>, flush = true): Promise<void> {
+      const board = (await tabula.session('s')).blackboard;
+      await board.whenLoaded;
+      for (const [key, value] of Object.entries(values)) {
+        board.set(key, value);
+        await board.flushed();
+        if (flush) await tabula.sync?.flush();
+      }
+    }
+
+    async function boardOf(tabula: Tabula): Promise<Record<string, JsonValue>> {
+      const board = (await tabula.session('s')).blackboard;
+      await board.whenLoaded;
+      return board.toJSON();
+    }
+
+    /** A device that pulls everything afresh. */
+    async function freshDevice(server: ReturnType<typeof startServer>, user: string): Promise<Tabula> {
+      const fresh = await freshTabula({
+        name: uniqueName('fresh'),
+        userId: user,
+        tokenCounter: new ApproxTokenCounter(),
+        sync: httpSync({ url: 'http://sync.test', token: await tokenFor(user), fetch: viaServer(server), pollIntervalMs: 3_600_000 }),
+      });
+      await fresh.sync?.flush();
+      return fresh;
+    }
+
+    // The server merged every board update of a session into one row placed after the newest, across a
+    // delete: a fresh device got the old life's board in the new life.
+    it('a fresh device pulling a session deleted and created again after more board updates than the server compacts shows only the new life\'s board', { timeout: 60_000 }, async () => {
+      const server = startServer({ compactBoardAfter: 4 });
+      const alice = uniqueUser('alice');
+      const one = await pausedDevice(alice, viaServer(server));
+      await writeBoard(one, { old1: 1, old2: 2, old3: 3 });
+      await one.deleteSession('s');
+      await writeBoard(one, { new1: 1, new2: 2, new3: 3 });
+      const fresh = await freshDevice(server, alice);
+      expect(await boardOf(fresh)).toEqual({ new1: 1, new2: 2, new3: 3 });
+      expect(await boardOf(one)).toEqual(await boardOf(fresh));
+      await one.close();
+      await fresh.close();
+    });
+
+    /** A profile that deleted and re-created session `s` (its new life's board holding `board`) before it turned sync on. */
+    async function joinLate(server: ReturnType<typeof startServer>, user: string, board: Record<string, JsonValue>): Promise<Tabula> {
+      const name = uniqueName('offline');
+      const offline = await freshTabula({ name, userId: user, tokenCounter: new ApproxTokenCounter() });
+      await (await offline.session('s')).append({ role: 'user', content: 'old' });
+      await offline.deleteSession('s');
+      await (await offline.session('s')).append({ role: 'user', content: 'kept' });
+      await writeBoard(offline, board, false);
+      await offline.close();
+      const joined = await freshTabula({
+        name,
+        userId: user,
+        tokenCounter: new ApproxTokenCounter(),
+        sync: httpSync({ url: 'http://sync.test', token: await tokenFor(user), fetch: viaServer(server), pollIntervalMs: 3_600_000 }),
+      });
+      joined.sync?.pause();
+      await joined.sync?.flush();
+      return joined;
+    }
+
+    // Such a profile queues the new life's ops, not the delete: another device learns of the delete from
+    // the life they name, and ends its own life of the session there, board included.
+    it('a life created past a delete this device never pulled ends its life here, board and its database included', { timeout: 60_000 }, async () => {
+      const server = startServer();
+      const alice = uniqueUser('alice');
+      const synced = await pausedDevice(alice, viaServer(server));
+      await writeBoard(synced, { mine: 'first life' });
+      const joined = await joinLate(server, alice, { theirs: 'second life' });
+      await synced.sync?.flush();
+      expect((await (await synced.session('s')).messages()).map((m) => m.content)).toEqual(['kept']);
+      expect(await boardOf(synced)).toEqual({ theirs: 'second life' });
+      await joined.sync?.flush();
+      expect(await boardOf(joined)).toEqual({ theirs: 'second life' });
+      await synced.close();
+      await joined.close();
+    });
+
+    it('a board database of a life that a pulled create ended goes, even with no board update to apply', { timeout: 60_000 }, async () => {
+      const server = startServer();
+      const alice = uniqueUser('alice');
+      const synced = await pausedDevice(alice, viaServer(server));
+      await writeBoard(synced, { mine: 'first life' });
+      const joined = await joinLate(server, alice, {});
+      await synced.sync?.flush();
+      expect((await (await synced.session('s')).messages()).map((m) => m.content)).toEqual(['kept']);
+      await synced.close();
+      await joined.close();
+      expect(await boardDatabases(synced.dbName)).toEqual([]);
+    });
+
+    for (const newBoardFirst of [false, true]) {
+      it(`board writes another device made to the old life never reach the new one (${newBoardFirst ? 'the new life has a board when they arrive' : 'they arrive first'})`, { timeout: 60_000 }, async () => {
+        const server = startServer();
+        const alice = uniqueUser('alice');
+        const one = await pausedDevice(alice, viaServer(server));
+        const two = await pausedDevice(alice, viaServer(server));
+        await writeBoard(one, { shared: 'first life' });
+        await two.sync?.flush();
+        expect(await boardOf(two)).toEqual({ shared: 'first life' });
+        // Device one deletes and re-creates the session while device two, offline, writes to the first life.
+        await one.deleteSession('s');
+        await one.session('s');
+        if (newBoardFirst) await writeBoard(one, { fresh: 'second life' }, false);
+        await one.sync?.flush();
+        await writeBoard(two, { stale: 'from two' }, false);
+        await two.sync?.flush();
+        await one.sync?.flush();
+        if (!newBoardFirst) await writeBoard(one, { fresh: 'second life' });
+        await two.sync?.flush();
+        const fresh = await freshDevice(server, alice);
+        expect({ one: await boardOf(one), two: await boardOf(two), fresh: await boardOf(fresh) }).toEqual({ one: { fresh: 'second life' }, two: { fresh: 'second life' }, fresh: { fresh: 'second life' } });
+        await one.close();
+        await two.close();
+        await fresh.close();
+      });
+    }
   });
 });

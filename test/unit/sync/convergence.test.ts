@@ -117,4 +117,40 @@ describe('sync convergence (fuzz regressions)', () => {
     await one.close();
     await two.close();
   });
+
+  // Device two writes to the session's first life while device one deletes it and creates it again:
+  // ordered after the new create, two's writes landed in the new life on one, but two's own delete of
+  // the old life took them away there. Every op now names its life (Op.after), so each replica drops them.
+  it('writes another device made to a session\'s old life are dropped on every device', async () => {
+    const [one, two] = await twoDevices();
+    await (await one.session('s')).append({ role: 'user', content: 'first life' });
+    await one.sync?.flush();
+    await two.sync?.flush();
+    await one.deleteSession('s');
+    const renewed = await one.session('s');
+    await renewed.append({ role: 'user', content: 'second life' });
+    const stale = await two.session('s');
+    await stale.append({ role: 'user', content: 'old life, from two' });
+    await stale.memory().set('k', 'old');
+    await stale.note('old note');
+    await stale.save({ summary: 'old summary' });
+    await two.sync?.flush();
+    await one.sync?.flush();
+    await two.sync?.flush();
+    const shown = async (tabula: Tabula) => {
+      const session = await tabula.session('s');
+      return {
+        messages: (await session.messages()).map((m) => m.content),
+        memory: await session.memory().keys(),
+        notes: (await session.notes()).map((n) => n.text),
+        summary: (await session.state()).summary,
+        sessions: (await tabula.sessions()).map(({ messageCount, version, updatedAt }) => ({ messageCount, version, updatedAt })),
+      };
+    };
+    const onOne = await shown(one);
+    expect(onOne).toMatchObject({ messages: ['second life'], memory: [], notes: [], summary: null });
+    expect(await shown(two)).toEqual(onOne);
+    await one.close();
+    await two.close();
+  });
 });

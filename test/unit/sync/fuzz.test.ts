@@ -20,14 +20,10 @@
  * Sessions: `s0` and `s1` are written by every device and never deleted;
  * `own<i>` is written, deleted and created again by device i only;
  * `doomed<i>` is created by device i, written by every device that has it,
- * and deleted once by device i, never to come back.
- *
- * What is deliberately not fuzzed: a session deleted and created again on
- * one device while another device writes to it or creates it concurrently.
- * Ops do not name the session life they belong to, so an op made on the old
- * life on one device lands in the new life on some replicas and not on
- * others (apply.ts, "Session lives"; the expected failure in
- * apply.guards.test.ts).
+ * and deleted once by device i, never to come back; `lives` is written,
+ * deleted and created again by every device, so deletes and re-creates race
+ * with other devices' writes to the old life and with each other (each op
+ * names its life: apply.ts, "session lives").
  */
 import { describe, expect, it } from 'vitest';
 import { PrefixContext, TabulaError, type JsonValue, type MessageStream, type Session, type Tabula } from '../../../src/index.js';
@@ -184,6 +180,8 @@ async function deliver(network: FaultyNetwork, devices: readonly Device[], posit
 
 /** Only device `owner` writes to, deletes and re-creates `own<owner>`. */
 const ownSession = (owner: number) => `own${owner}`;
+/** Every device writes to, deletes and creates again this session. */
+const LIVES_SESSION = 'lives';
 /** Device `owner` creates `doomed<owner>` and deletes it once; the others write to it while they have it. */
 const doomedSession = (owner: number) => `doomed${owner}`;
 
@@ -274,7 +272,8 @@ async function abortStreams(device: Device, sessionId: string): Promise<void> {
 /** The session a write of `device` goes to, or null when that device must not write to it now. */
 async function sessionToWrite(random: Random, device: Device, gone: ReadonlySet<string>): Promise<string | null> {
   const roll = random.next();
-  if (roll < 0.6) return random.pick(SHARED_SESSIONS);
+  if (roll < 0.5) return random.pick(SHARED_SESSIONS);
+  if (roll < 0.62) return LIVES_SESSION;
   if (roll < 0.8) return ownSession(device.index);
   const doomed = doomedSession(random.int(3));
   // Only its owner creates it, before deleting it; the others write only while they have it.
@@ -312,7 +311,16 @@ async function step(random: Random, network: FaultyNetwork, devices: readonly De
     if (again) await device.tabula.session(own);
     return `${who}: delete ${own}${again ? ' and create it again' : ''}`;
   }
-  if (roll < 0.36) {
+  if (roll < 0.355) {
+    // Any device deletes the shared session and (sometimes) creates it again, whatever the others write to it meanwhile.
+    if (!(await exists(device.tabula, LIVES_SESSION))) return `${who}: delete ${LIVES_SESSION} (absent)`;
+    await abortStreams(device, LIVES_SESSION);
+    await device.tabula.deleteSession(LIVES_SESSION);
+    const again = random.next() < 0.6;
+    if (again) await device.tabula.session(LIVES_SESSION);
+    return `${who}: delete ${LIVES_SESSION}${again ? ' and create it again' : ''}`;
+  }
+  if (roll < 0.37) {
     const doomed = doomedSession(device.index);
     if (!(await exists(device.tabula, doomed))) return `${who}: delete ${doomed} (absent)`;
     await abortStreams(device, doomed);

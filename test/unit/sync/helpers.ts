@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll } from 'vitest';
 import { ApproxTokenCounter, type SessionChange, type Tabula } from '../../../src/index.js';
-import { createSyncServer, sqliteStore, type ServerStore, type SyncServer } from '../../../src/server/index.js';
+import { createSyncServer, sqliteStore, type ServerStore, type StoreOptions, type SyncServer } from '../../../src/server/index.js';
 import { httpSync, type SyncStatus } from '../../../src/sync/index.js';
 import { SECRET, tokenFor } from '../../server/helpers.js';
 import { freshTabula, uniqueName } from '../store/helpers.js';
@@ -20,12 +20,12 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** A sync server on its own SQLite file, closed after the test file. */
-export function startServer(): SyncServer {
+/** A sync server on its own SQLite file (with the store's `options`), closed after the test file. */
+export function startServer(options: StoreOptions = {}): SyncServer {
   // Again here: under `isolate: false` (the mutation runs) this module is shared by the test files, and the
   // first file's afterAll has removed the directory.
   mkdirSync(dir, { recursive: true });
-  const store = sqliteStore(path.join(dir, `server-${++serverCount}.db`));
+  const store = sqliteStore(path.join(dir, `server-${++serverCount}.db`), options);
   const server = createSyncServer({ store, auth: { secret: SECRET } });
   servers.push({ store, server });
   return server;
@@ -51,7 +51,7 @@ export async function device(server: SyncServer, userId: string, fetchImpl: type
  * is over once the first flush is: flushes run one after the other). Tokens are counted with
  * ApproxTokenCounter, so counts are the same on every device.
  */
-export async function pausedDevice(userId: string, fetchImpl: typeof fetch, label = 'device'): Promise<Tabula> {
+export async function pausedDevice(userId: string, fetchImpl: typeof fetch, label = 'device'): Promise<Tabula & { dbName: string }> {
   const tabula = await freshTabula({
     name: uniqueName(label),
     userId,

@@ -32,4 +32,18 @@ describe('sync protocol', () => {
     expect(PullResponseSchema.parse(page)).toEqual(page);
     expect(PullResponseSchema.safeParse({ ...page, cursor: 'x' }).success).toBe(false);
   });
+
+  it('carries the session life an op or a board update names, and refuses one that is not a delete\'s order key before the op', () => {
+    const delOrder = '001699999999999.000000.c2';
+    const items = [
+      { seq: 1, op: { ...op, after: '' } },
+      { seq: 2, op: { ...op, id: 'm2', after: delOrder } },
+      { seq: 3, board: { sessionId: 's', update: 'AAA=', after: delOrder } },
+    ];
+    expect(parseWire(PushRequestSchema, { clientId: 'c1', items }, 'push').items).toEqual(items);
+    // A life that begins after the op itself would let a replayed op end lives it never saw.
+    expect(() => parseWire(PushRequestSchema, { clientId: 'c1', items: [{ seq: 1, op: { ...op, after: op.order } }] }, 'push')).toThrow(/items\[0\]\.op\.after/);
+    expect(() => parseWire(PushRequestSchema, { clientId: 'c1', items: [{ seq: 1, op: { ...op, after: 'yesterday' } }] }, 'push')).toThrow(/items\[0\]\.op\.after/);
+    expect(() => parseWire(PushRequestSchema, { clientId: 'c1', items: [{ seq: 1, board: { sessionId: 's', update: 'AAA=', after: 'x' } }] }, 'push')).toThrow(/items\[0\]\.board\.after/);
+  });
 });
