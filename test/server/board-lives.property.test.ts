@@ -17,7 +17,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import * as Y from 'yjs';
 import { postgresStore, sqliteStore, type ServerStore, type StoreOptions } from '../../src/server/index.js';
-import { TEST_SEED } from '../unit/seed.js';
+import { fcParams, TEST_SEED } from '../unit/seed.js';
 import { boardWriter, decodePulled, uniqueUser } from './helpers.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tabula-board-lives-'));
@@ -117,14 +117,14 @@ describe(`board updates of several session lives (seed ${seed}; replay with TABU
     let n = 0;
     await fc.assert(
       property((options) => sqliteStore(path.join(dir, `lives-${++n}.db`), options)),
-      { seed, numRuns: 40 },
+      fcParams(40),
     );
   }, 120_000);
 
   it('postgresStore: every reader ends with exactly the newest life\'s board', async () => {
     await fc.assert(
       property((options) => postgresStore(inject('postgresUrl'), options)),
-      { seed, numRuns: 12 },
+      fcParams(12),
     );
   }, 120_000);
 });
