@@ -17,7 +17,7 @@ import { safeParse } from '../core/validation.js';
 import type { Op, OpKind } from '../core/ops.js';
 import { applyOps, type SaveConflict } from '../store/apply.js';
 import type { SaveConflictInfo } from '../store/changes.js';
-import { checkRow, sessionTables } from '../store/schema.js';
+import { checkRow, sessionTables, type OutboxRow } from '../store/schema.js';
 import type { SyncAdapter, SyncEngine, SyncHost, SyncStatus } from '../store/sync-host.js';
 import { applyRemoteBoard, decodeBoardUpdates, queueBoard } from './boards.js';
 import { readPokes } from './events.js';
@@ -155,6 +155,13 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   /** The event stream is open and subscribed (its first poke came): pokes bring what others push. */
   let streaming = false;
   let wake: (() => void) | null = null;
+  /**
+   * Outbox rows that this tab's writes committed since the last push, handed over by their nudge: a
+   * push sends them without reading them back when they continue what the server acknowledged.
+   */
+  let handed: OutboxRow[] = [];
+  /** The last seq the server acknowledged for this client; null before the first push and after a failed one. */
+  let acked: number | null = null;
   /** Sessions whose board may hold something not queued yet. */
   const dirtyBoards = new Set<string>();
   let boardsScanned = false;
@@ -228,11 +235,26 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     }
   };
 
+  /**
+   * The handed-over rows when they are the outbox's head: seq acked+1, acked+2… without a gap. A row of
+   * another tab in between, or no acknowledgement yet, leaves the push to read the outbox. Takes them
+   * either way (the outbox holds them too).
+   */
+  const takeHanded = (): OutboxRow[] | null => {
+    const rows = handed;
+    handed = [];
+    if (acked === null) return null;
+    const fresh = rows.filter((row) => (row.seq as number) > (acked as number));
+    return fresh.length > 0 && fresh.every((row, i) => row.seq === (acked as number) + 1 + i) ? fresh : null;
+  };
+
   const push = async (): Promise<void> => {
     const id = await clientId;
     await queueBoards();
     for (;;) {
-      const rows = await db.outbox.orderBy('seq').limit(DEFAULT_SYNC_LIMITS.maxPushItems).toArray();
+      // A write this tab just committed goes out without a read of the outbox before it (a round trip
+      // less between the write and the server); the read that follows the push finds anything else.
+      const rows = takeHanded() ?? (await db.outbox.orderBy('seq').limit(DEFAULT_SYNC_LIMITS.maxPushItems).toArray());
       if (rows.length === 0) return;
       const items: PushItem[] = [];
       let bytes = 0;
@@ -245,6 +267,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
         bytes += size;
       }
       let lastSeq: number;
+      acked = null;
       try {
         lastSeq = parseWire(PushResponseSchema, await post(SYNC_PATHS.push, { clientId: id, items }), 'The push response').lastSeq;
       } catch (error) {
@@ -258,6 +281,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
         }
       }
       // The server has committed everything up to lastSeq: those rows leave the outbox.
+      acked = lastSeq;
       await db.outbox.where('seq').belowOrEqual(lastSeq).delete();
       // A long outbox shows its progress; after a short one the cycle's end counts what is left.
       if (rows.length === DEFAULT_SYNC_LIMITS.maxPushItems) setStatus({ state: 'syncing', pending: await countPending() });
@@ -569,8 +593,10 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       if (status.state === 'unauthorized') setStatus({ state: 'idle' });
       nudge();
     },
-    nudge() {
+    nudge(queued) {
       if (leading) {
+        // More than a push holds goes through the outbox anyway (a large import): not worth keeping.
+        if (queued) handed = handed.length + queued.length > DEFAULT_SYNC_LIMITS.maxPushItems ? [] : [...handed, ...queued];
         localWrite();
       } else {
         tabs?.postMessage({ v: 1, kind: 'nudge' } satisfies TabMessage);
