@@ -148,6 +148,8 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   let token: string | null = null;
   let failures = 0;
   let running: Promise<void> = Promise.resolve();
+  /** The page being applied (a pull's or a poke's): pages apply one at a time, each continuing the cursor. */
+  let applying: Promise<unknown> = Promise.resolve();
   /** Set by a nudge or a poke: the leader runs another cycle before it sleeps. */
   let nudged = false;
   /** The next cycle pulls. Only a local write's cycle may skip the pull, while pokes flow. */
@@ -292,9 +294,10 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
    * Applies one page of the user's items, a pull's or a poke's, and moves the cursor to `page.cursor`:
    * ops first in one transaction with applyOps (a board update may belong to a session this page
    * creates), then the board updates, then the cursor, so a crash before the cursor moves gets the page
-   * again and both ops and updates apply once. With `from` (a poke's items), only when the stored cursor
-   * is exactly `from.after`, read in the ops' transaction: 'current' when it already is `page.cursor`,
-   * 'stale' for any other (the items do not continue it; pull instead). Nothing is applied then.
+   * again and both ops and updates apply once. With `from` (the cursor a pull asked from, or a poke's
+   * `after`), only when the stored cursor is exactly `from.after`, read in the ops' transaction:
+   * 'current' when it already is `page.cursor`, 'stale' for any other (the items do not continue it;
+   * pull again from the stored cursor). Nothing is applied then.
    */
   const applyPage = async (page: { readonly items: readonly PullItem[]; readonly cursor: string | null }, from?: { readonly after: string | null }): Promise<'applied' | 'current' | 'stale'> => {
     const id = await clientId;
@@ -368,12 +371,31 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     return 'applied';
   };
 
+  /**
+   * Applies pages one after the other. A poke's page does not wait for a cycle's push or its pull's
+   * request, only for the page being applied; every page checks the cursor it continues (see applyPage).
+   */
+  const applyInTurn = (
+    page: { readonly items: readonly PullItem[]; readonly cursor: string | null },
+    from: { readonly after: string | null },
+    skip: () => boolean = () => false,
+  ): Promise<'applied' | 'current' | 'stale'> => {
+    const next = applying.then(() => {
+      if (closed) throw new TabulaError('storage/closed', `Tabula "${host.name}" is closed; sync stopped.`);
+      return skip() ? 'stale' : applyPage(page, from);
+    });
+    applying = next.catch(() => undefined);
+    return next;
+  };
+
   const pull = async (): Promise<void> => {
     for (;;) {
       const cursor = cursorOf(await db.meta.get(CURSOR_KEY));
       const page = parseWire(PullResponseSchema, await post(SYNC_PATHS.pull, { cursor, limit: DEFAULT_SYNC_LIMITS.maxPullItems }), 'The pull response');
-      await applyPage(page);
-      if (!page.more) return;
+      // A poke may have brought some of these items while the request was out: then the page no longer
+      // continues the cursor ('stale'), and the next request starts from where the cursor is now.
+      const outcome = await applyInTurn(page, { after: cursor });
+      if (outcome !== 'stale' && !page.more) return;
     }
   };
 
@@ -435,8 +457,8 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
 
   /**
    * A poke from the event stream. One that carries its push's items is applied at once, without a
-   * pull, when they continue this client's cursor exactly (serialized with the cycles, never while
-   * paused); any other poke, or one whose items do not continue the cursor or fail to apply, wakes the
+   * pull, when they continue this client's cursor exactly (in turn with the pages pulls apply, not
+   * after a running cycle's push or pull request; never while paused); any other poke, or one whose items do not continue the cursor or fail to apply, wakes the
    * leader's cycle, whose pull gets (and reports on) the same items.
    */
   const onPoke = (data: string) => {
@@ -444,11 +466,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     if (poke?.items === undefined || poke.after === undefined) return nudge();
     const page = { items: poke.items, cursor: poke.cursor };
     const from = { after: poke.after };
-    const taken = running.then(() => (closed || paused ? 'stale' : applyPage(page, from)));
-    running = taken.then(
-      () => undefined,
-      () => undefined,
-    );
+    const taken = applyInTurn(page, from, () => paused);
     taken.then(
       (outcome) => {
         if (outcome === 'stale') nudge();
@@ -610,6 +628,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       closing.abort();
       tabs?.close();
       await running;
+      await applying;
       await leadership;
     },
   };

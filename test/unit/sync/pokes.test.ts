@@ -18,10 +18,12 @@ import { device, nextChange, pausedDevice, startServer, statusWhere, viaServer }
 
 /**
  * A fetch to `server` whose event stream the test writes (`send`), keeping the text of every pull
- * answer. `send` resolves once the client has read the event and asked for the next one.
+ * answer. `send` resolves once the client has read the event and asked for the next one. `holdNext`
+ * keeps the next answer to a path from the client (the server has answered it) until `release()`.
  */
 function fedEvents(server: SyncServer) {
   const pulls: string[] = [];
+  const holds = new Map<string, { reached: (text: string) => void; released: Promise<void> }>();
   const encoder = new TextEncoder();
   let stream: ReadableStreamDefaultController<Uint8Array> | null = null;
   let asked: (() => void) | null = null;
@@ -48,14 +50,28 @@ function fedEvents(server: SyncServer) {
       return new Response(body, { headers: { 'content-type': 'text/event-stream' } });
     }
     const response = await via(input, init);
-    if (!url.endsWith(SYNC_PATHS.pull)) return response;
+    const path = new URL(url).pathname;
+    const hold = holds.get(path);
+    if (!url.endsWith(SYNC_PATHS.pull) && !hold) return response;
     const text = await response.text();
-    pulls.push(text);
+    if (url.endsWith(SYNC_PATHS.pull)) pulls.push(text);
+    if (hold) {
+      holds.delete(path);
+      hold.reached(text);
+      await hold.released;
+    }
     return new Response(text, { status: response.status, headers: response.headers });
   };
   return {
     fetch: fetchImpl,
     pulls,
+    holdNext(path: string): { answered: Promise<string>; release: () => void } {
+      let reached: (text: string) => void = () => {};
+      let release: () => void = () => {};
+      const answered = new Promise<string>((resolve) => (reached = resolve));
+      holds.set(path, { reached, released: new Promise<void>((resolve) => (release = resolve)) });
+      return { answered, release };
+    },
     async send(data: string): Promise<void> {
       await open;
       const read = new Promise<void>((resolve) => (asked = resolve));
@@ -104,7 +120,7 @@ async function setup() {
     await writer.close();
     await reader.close();
   };
-  return { server, alice, writer, reader, fed, write, createPoke, close };
+  return { server, alice, writer, reader, fed, write, createPoke, pokes, chat, close };
 }
 
 describe('httpSync: pokes that carry items', () => {
@@ -196,6 +212,58 @@ describe('httpSync: pokes that carry items', () => {
     expect(fed.pulls.some((answer) => answer.includes('pushed, not pulled'))).toBe(false);
     await pokes.close();
     await tabula.close();
+  });
+});
+
+describe('httpSync: pokes while a cycle runs', () => {
+  it('applies a poke while its own push waits for the server’s answer, not after it', { timeout: 60_000 }, async () => {
+    const { writer, reader, fed, pokes, chat, close } = await setup();
+    const held = fed.holdNext(SYNC_PATHS.push);
+    await (await reader.session('chat')).append({ role: 'user', content: 'from the reader' });
+    await held.answered;
+    // The server has the reader's item (its poke is the next) and the reader waits for the answer.
+    const own = await pokes.next();
+    await chat.append({ role: 'user', content: 'from the writer' });
+    await writer.sync?.flush();
+    const theirs = await pokes.next();
+    const pulls = fed.pulls.length;
+    const arrived = nextChange(reader, (change) => change.origin === 'remote' && change.kinds.includes('message.append'));
+    await fed.send(own);
+    await fed.send(theirs);
+    // Were the poke applied after the cycle, this would never resolve while the push is held.
+    await arrived;
+    expect(await texts(reader)).toEqual(['from the reader', 'from the writer']);
+    expect(fed.pulls.length).toBe(pulls);
+    held.release();
+    await reader.sync?.flush();
+    expect(await texts(reader)).toEqual(['from the reader', 'from the writer']);
+    await close();
+  });
+
+  it('a pull answered before pokes that overtook it leaves the cursor where the pokes moved it', { timeout: 60_000 }, async () => {
+    const { reader, fed, write, close } = await setup();
+    const first = await write('one');
+    const held = fed.holdNext(SYNC_PATHS.pull);
+    const flushed = reader.sync?.flush();
+    // The pull's page holds 'one' only, and the reader does not have it yet.
+    expect(await held.answered).toContain('"one"');
+    const second = await write('two');
+    const arrived = nextChange(reader, (change) => change.origin === 'remote' && change.kinds.includes('message.append'));
+    await fed.send(first);
+    await fed.send(second);
+    await arrived;
+    await expect.poll(() => texts(reader)).toEqual(['one', 'two']);
+    held.release();
+    await flushed;
+    // Had the late page moved the cursor back to after 'one', the next poke would not continue it: a pull.
+    const pulls = fed.pulls.length;
+    const third = nextChange(reader, (change) => change.origin === 'remote' && change.kinds.includes('message.append'));
+    await fed.send(await write('three'));
+    await third;
+    expect(await texts(reader)).toEqual(['one', 'two', 'three']);
+    expect(fed.pulls.length).toBe(pulls);
+    expect(await (await reader.session('chat')).messageCount()).toBe(3);
+    await close();
   });
 });
 
