@@ -295,4 +295,53 @@ describe('httpSync: pokes in any order, lost or repeated, never lose or double a
       fcParams(15),
     );
   });
+
+  it('the same, with pulls whose answers are held while pokes (and other pulls) overtake them', { timeout: 240_000 }, async () => {
+    // Actions as above, plus: start a flush whose next pull answer is held, and let it go on.
+    const action = fc.oneof(
+      fc.constant({ kind: 'write' as const }),
+      fc.nat(20).map((k) => ({ kind: 'deliver' as const, k })),
+      fc.constant({ kind: 'hold' as const }),
+      fc.constant({ kind: 'release' as const }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(action, { minLength: 1, maxLength: 14 }), async (actions) => {
+        const { reader, fed, write, createPoke, close } = await setup();
+        let held: { release: () => void; flushed: Promise<void> | undefined } | null = null;
+        const release = async () => {
+          if (!held) return;
+          held.release();
+          await held.flushed;
+          held = null;
+        };
+        try {
+          const sent = [createPoke];
+          const written: string[] = [];
+          for (const step of actions) {
+            if (step.kind === 'write') {
+              written.push(`m${written.length}`);
+              sent.push(await write(written[written.length - 1]!));
+            } else if (step.kind === 'deliver') {
+              await fed.send(sent[step.k % sent.length]!);
+            } else if (step.kind === 'hold') {
+              if (held) continue;
+              const hold = fed.holdNext(SYNC_PATHS.pull);
+              held = { release: hold.release, flushed: reader.sync?.flush() };
+              await hold.answered;
+            } else {
+              await release();
+            }
+          }
+          await release();
+          await reader.sync?.flush();
+          expect(await texts(reader)).toEqual(written);
+          expect(await (await reader.session('chat')).messageCount()).toBe(written.length);
+        } finally {
+          await release();
+          await close();
+        }
+      }),
+      fcParams(15),
+    );
+  });
 });
