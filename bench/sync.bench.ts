@@ -3,16 +3,25 @@
  * in the system Chromium, each device a browser context of its own.
  * (a) From `append` on device 1 to the change event on device 2 (median,
  *     p95), beside a raw fetch POST to the same server whose payload
- *     reaches a second client's open `/v1/events` stream. Goal ≤ 3×.
+ *     reaches a second client's open `/v1/events` stream, one sample of
+ *     each in turn, so that both see the same load. Goal ≤ 3×.
  *     Device 2 applies the items its poke carries; the timeline says how
  *     often it had to pull instead.
  * (b) A new device pulling and applying a 100k-message session (open +
  *     flush), beside raw Dexie bulkAdd of the same rows. Goal ≤ 2×.
  * (c) importSession of the same 100k messages, beside the same raw
  *     bulkAdd. Goal ≤ 2×.
+ * SYNC_BENCH_BASELINE=<commit> also runs (a) on that commit's src (a second
+ * pair of devices, another user, the same server), one sample of each in
+ * turn, and reports the median of the pairs' ratios: a change measured
+ * against the code before it under the same load.
  */
 import { chromium } from '@playwright/test';
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { makeOp, type Op } from '../src/core/index.js';
 import { DEFAULT_SYNC_LIMITS } from '../src/sync/protocol.js';
 import { chromiumLaunchOptions, missingChromiumMessage } from '../scripts/chromium.mjs';
@@ -29,9 +38,11 @@ const POLL_MS = 1000;
 /** Messages of the long session; SYNC_BENCH_MESSAGES=1000 for a quick run. */
 const HISTORY = Number(process.env.SYNC_BENCH_MESSAGES ?? 100_000);
 const HISTORY_RUNS = 3;
+/** A commit whose src runs case (a) beside this checkout's (see the module comment). */
+const BASELINE = process.env.SYNC_BENCH_BASELINE;
 
 interface PageBench {
-  openDevice(options: { name: string; userId: string; url: string; token: string; pollIntervalMs?: number }): Promise<void>;
+  openDevice(options: { name: string; userId: string; url: string; token: string; pollIntervalMs?: number; src?: string }): Promise<void>;
   armRemote(): void;
   arrival(): Promise<number>;
   appendNow(content: string): Promise<{ at: number; committed: number }>;
@@ -51,6 +62,21 @@ interface PageBench {
 
 /** The median of samples in ms. */
 const p0 = (samples: readonly number[]): number => summarise(samples).medianMs;
+
+/**
+ * Extracts `commit`'s src under test/.tmp (inside the repository, so that Vite serves it and its imports
+ * resolve to this node_modules); returns its URL path.
+ */
+function baselineSrc(commit: string): string {
+  const root = fileURLToPath(new URL('../', import.meta.url));
+  const relative = `test/.tmp/sync-baseline-${commit.replace(/[^\w.-]/g, '_')}`;
+  const dir = join(root, relative);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const archive = execFileSync('git', ['archive', '--format=tar', commit, 'src'], { cwd: root, maxBuffer: 1 << 30 });
+  execFileSync('tar', ['-x', '-C', dir], { input: archive });
+  return `/${relative}/src`;
+}
 
 const missing = missingChromiumMessage();
 if (missing) throw new Error(missing);
@@ -100,34 +126,71 @@ try {
   await call(p1, 'openDevice', { name: `bench-sync-d1-${run}`, userId, url: server.url, token, pollIntervalMs: POLL_MS });
   await call(p2, 'openDevice', { name: `bench-sync-d2-${run}`, userId, url: server.url, token, pollIntervalMs: POLL_MS });
   const ours: number[] = [];
+  // The baseline commit's pair: another user, so that neither pair gets the other's pokes.
+  const before = BASELINE ? { src: baselineSrc(BASELINE), user: `bench-before-${run}`, samples: [] as number[], pairs: [] as number[] } : null;
+  const [p3, p4] = before ? [await openBenchPage(await browser.newContext(), `${base}/bench/pages/sync.html`), await openBenchPage(await browser.newContext(), `${base}/bench/pages/sync.html`)] : [null, null];
+  if (before && p3 && p4) {
+    const beforeToken = await tokenFor(before.user);
+    await call(p3, 'openDevice', { name: `bench-sync-d3-${run}`, userId: before.user, url: server.url, token: beforeToken, pollIntervalMs: POLL_MS, src: before.src });
+    await call(p4, 'openDevice', { name: `bench-sync-d4-${run}`, userId: before.user, url: server.url, token: beforeToken, pollIntervalMs: POLL_MS, src: before.src });
+  }
+  /** One sample of the baseline pair: ms from append on p3 to the change event on p4. */
+  const beforeSample = async (i: number): Promise<number> => {
+    await call(p4!, 'armRemote');
+    const { at } = await call(p3!, 'appendNow', `latency ${i}`);
+    return (await call(p4!, 'arrival')) - at;
+  };
   // Where the time goes, each phase as ms after the append call, from the two devices' request logs.
   // Device 2 takes a small push's items from its poke; it pulls only when they do not continue its cursor.
   const PHASES = ['committed locally', 'device 1 push sent', 'push answered', 'change event'] as const;
   const phases = new Map<string, number[]>(PHASES.map((name) => [name, []]));
   let pulledRuns = 0;
-  for (let i = 0; i < LATENCY_WARMUP + LATENCY_RUNS; i++) {
-    await call(p2, 'armRemote');
-    const { at: sent, committed } = await call(p1, 'appendNow', `latency ${i}`);
-    const got = await call(p2, 'arrival');
-    if (i < LATENCY_WARMUP) continue;
-    ours.push(got - sent);
-    const pushed = (await call(p1, 'requestsSince', sent)).find((entry) => entry.path === '/v1/push');
-    if ((await call(p2, 'requestsSince', sent)).some((entry) => entry.path === '/v1/pull' && entry.start < got)) pulledRuns++;
-    if (!pushed) continue;
-    const at = [committed, pushed.start, pushed.end, got];
-    PHASES.forEach((name, k) => phases.get(name)!.push(at[k]! - sent));
-  }
-  const timeline = `${PHASES.map((name) => `${name} ${p0(phases.get(name)!).toFixed(1)}`).join(' → ')}; device 2 pulled before the change in ${pulledRuns} of ${LATENCY_RUNS} runs`;
-  console.log(`latency timeline (medians, ms after append()): ${timeline}`);
   const viaEvents = await call(p2, 'usesEvents');
   await call(p2, 'openEvents', server.url, rawToken);
   const raw: number[] = [];
-  for (let i = 0; i < LATENCY_WARMUP + LATENCY_RUNS; i++) {
+  /** One sample of this checkout: append on device 1 → change event on device 2, with its timeline. */
+  const oursSample = async (i: number): Promise<number> => {
+    await call(p2, 'armRemote');
+    const { at: sent, committed } = await call(p1, 'appendNow', `latency ${i}`);
+    const got = await call(p2, 'arrival');
+    if (i < LATENCY_WARMUP) return got - sent;
+    const pushed = (await call(p1, 'requestsSince', sent)).find((entry) => entry.path === '/v1/push');
+    if ((await call(p2, 'requestsSince', sent)).some((entry) => entry.path === '/v1/pull' && entry.start < got)) pulledRuns++;
+    if (pushed) {
+      const at = [committed, pushed.start, pushed.end, got];
+      PHASES.forEach((name, k) => phases.get(name)!.push(at[k]! - sent));
+    }
+    return got - sent;
+  };
+  /** One sample of the raw baseline: a fetch POST on device 1 → the poke on device 2's raw stream. */
+  const rawSample = async (): Promise<number> => {
     await call(p2, 'armPoke');
     const sent = await call(p1, 'rawPush', server.url, rawToken, rawUser);
-    const got = await call(p2, 'pokeArrival');
-    if (i >= LATENCY_WARMUP) raw.push(got - sent);
+    return (await call(p2, 'pokeArrival')) - sent;
+  };
+  // Each round takes one sample of each, in an order that rotates, back to back: the machine's load
+  // (other processes come and go) weighs on all of them alike, and the ratios compare like with like.
+  const samplers = [oursSample, rawSample, ...(before ? [beforeSample] : [])];
+  const rawPairs: number[] = [];
+  for (let i = 0; i < LATENCY_WARMUP + LATENCY_RUNS; i++) {
+    const got = new Map<(i: number) => Promise<number>, number>();
+    for (let k = 0; k < samplers.length; k++) {
+      const sampler = samplers[(i + k) % samplers.length]!;
+      got.set(sampler, await sampler(i));
+    }
+    if (i < LATENCY_WARMUP) continue;
+    const [mine, baseline] = [got.get(oursSample)!, got.get(rawSample)!];
+    ours.push(mine);
+    raw.push(baseline);
+    rawPairs.push(mine / baseline);
+    if (before) {
+      const old = got.get(beforeSample)!;
+      before.samples.push(old);
+      before.pairs.push(mine / old);
+    }
   }
+  const timeline = `${PHASES.map((name) => `${name} ${p0(phases.get(name)!).toFixed(1)}`).join(' → ')}; device 2 pulled before the change in ${pulledRuns} of ${LATENCY_RUNS} runs`;
+  console.log(`latency timeline (medians, ms after append()): ${timeline}`);
   const o = summarise(ours);
   const r = summarise(raw);
   rows.push({
@@ -136,9 +199,27 @@ try {
     tabula: o.medianMs,
     baseline: r.medianMs,
     ratio: o.medianMs / r.medianMs,
-    note: `p95 ${o.p95Ms.toFixed(1)} vs ${r.p95Ms.toFixed(1)}; device 2 ${viaEvents ? 'listens to /v1/events' : `polls every ${POLL_MS} ms (no /v1/events client)`}. Medians after append(): ${timeline}`,
+    note: `samples interleaved with the baseline's, median of the ${rawPairs.length} rounds' ratios ${p0(rawPairs).toFixed(2)}; p95 ${o.p95Ms.toFixed(1)} vs ${r.p95Ms.toFixed(1)}; device 2 ${viaEvents ? 'listens to /v1/events' : `polls every ${POLL_MS} ms (no /v1/events client)`}. Medians after append(): ${timeline}`,
   });
-  console.log(`latency: tabula median ${o.medianMs.toFixed(1)} ms (p95 ${o.p95Ms.toFixed(1)}), raw POST → poke ${r.medianMs.toFixed(1)} ms (p95 ${r.p95Ms.toFixed(1)})`);
+  console.log(
+    `latency: tabula median ${o.medianMs.toFixed(1)} ms (p95 ${o.p95Ms.toFixed(1)}), raw POST → poke ${r.medianMs.toFixed(1)} ms (p95 ${r.p95Ms.toFixed(1)}); ` +
+      `ratio of medians ${(o.medianMs / r.medianMs).toFixed(2)}, median of the rounds' ratios ${p0(rawPairs).toFixed(2)}`,
+  );
+  if (before) {
+    const old = summarise(before.samples);
+    const pairRatio = summarise(before.pairs).medianMs;
+    rows.push({
+      case: `append → change event, this checkout vs ${BASELINE}`,
+      unit: 'ms (median)',
+      tabula: o.medianMs,
+      baseline: old.medianMs,
+      ratio: pairRatio,
+      note: `ratio = median of the ${before.pairs.length} rounds' ratios; p95 ${o.p95Ms.toFixed(1)} vs ${old.p95Ms.toFixed(1)}; the same server for both`,
+    });
+    console.log(`latency: this checkout ${o.medianMs.toFixed(1)} ms, ${BASELINE} ${old.medianMs.toFixed(1)} ms; median of pair ratios ${pairRatio.toFixed(3)}`);
+    await p3?.context().close();
+    await p4?.context().close();
+  }
   await c1.close();
 
   // (b) a new device pulls a 100k-message session; (c) importSession of it. Both beside raw bulkAdd.

@@ -9,8 +9,10 @@
 import { Dexie } from 'dexie';
 import { expose } from './expose.js';
 import { makeOp } from '../../src/core/index.js';
+import * as current from '../../src/index.js';
 import { openTabula, ApproxTokenCounter, type SessionExport, type Tabula } from '../../src/index.js';
 import { createDb } from '../../src/store/schema.js';
+import * as currentSync from '../../src/sync/index.js';
 import { PullResponseSchema, httpSync, parseWire } from '../../src/sync/index.js';
 
 const now = (): number => performance.timeOrigin + performance.now();
@@ -34,9 +36,14 @@ function requestsSince(since: number): { path: string; start: number; end: numbe
 }
 let nextRemote: { resolve: (at: number) => void } | null = null;
 
-/** Opens this page's device: Tabula with httpSync. */
-async function openDevice(options: { name: string; userId: string; url: string; token: string; pollIntervalMs?: number }): Promise<void> {
-  const { name, userId, url, token, pollIntervalMs } = options;
+/**
+ * Opens this page's device: Tabula with httpSync. With `src` (the URL path of another checkout's src
+ * directory, served by the same Vite), that Tabula: an earlier version measured in the same run.
+ */
+async function openDevice(options: { name: string; userId: string; url: string; token: string; pollIntervalMs?: number; src?: string }): Promise<void> {
+  const { name, userId, url, token, pollIntervalMs, src } = options;
+  const { openTabula, ApproxTokenCounter } = src ? ((await import(/* @vite-ignore */ `${src}/index.ts`)) as typeof current) : current;
+  const { httpSync } = src ? ((await import(/* @vite-ignore */ `${src}/sync/index.ts`)) as typeof currentSync) : currentSync;
   device = await openTabula({
     name,
     userId,

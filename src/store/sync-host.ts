@@ -9,7 +9,7 @@ import type { TabulaError } from '../core/errors.js';
 import type { OpKind } from '../core/ops.js';
 import type { SaveConflictInfo } from './changes.js';
 import type { Locks } from './locks.js';
-import type { TabulaDb } from './schema.js';
+import type { OutboxRow, TabulaDb } from './schema.js';
 
 /** What the store gives a sync engine when it opens. */
 export interface SyncHost {
@@ -75,8 +75,11 @@ export interface SyncHandle {
 
 /** A running engine: the handle plus what the store calls. */
 export interface SyncEngine extends SyncHandle {
-  /** A local write queued outbox rows: push soon. */
-  nudge(): void;
+  /**
+   * A local write queued outbox rows: push soon. `queued`, when given, are the rows this tab's write
+   * committed, so that the leader may push them without reading them back (see httpSync's push).
+   */
+  nudge(queued?: readonly OutboxRow[]): void;
   close(): Promise<void>;
 }
 

@@ -138,7 +138,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       db.close();
       throw mapStorageError(error, 'queue the existing sessions for sync');
     }
-    store.sync = { userId: defaultUserId, nudge: () => engine?.nudge() };
+    store.sync = { userId: defaultUserId, nudge: (queued) => engine?.nudge(queued) };
     // This tab's clock id, so that a save made here is recognised when another device's save beats it.
     await db.meta.put({ key: `${LOCAL_CLOCK_PREFIX}${store.clock.clientId}`, value: true });
     engine = options.sync.start({

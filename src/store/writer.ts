@@ -21,14 +21,21 @@ import { checkRow, lifeOf, sessionTables, tombstoneKey, type OutboxRow, type Ses
 
 /**
  * Queues ops for sync in the caller's transaction, numbered 1, 2, 3… with no gap (the server refuses
- * gaps): the seq counter lives in meta, so an aborted write takes its numbers back with it.
+ * gaps): the seq counter lives in meta, so an aborted write takes its numbers back with it. Returns the
+ * rows queued. `counter` is the counter's row read earlier in the same transaction (a write issues it
+ * with its first requests, so the numbering costs no round trip of its own); by default it is read here.
  */
-export async function queueOutbox(db: TabulaDb, items: readonly (Op | { board: { sessionId: string; update: string; after?: string } })[]): Promise<void> {
-  if (items.length === 0) return;
-  const last = await db.meta.get(OUTBOX_SEQ_KEY);
+export async function queueOutbox(
+  db: TabulaDb,
+  items: readonly (Op | { board: { sessionId: string; update: string; after?: string } })[],
+  counter?: PromiseLike<{ value: unknown } | undefined>,
+): Promise<OutboxRow[]> {
+  if (items.length === 0) return [];
+  const last = await (counter ?? db.meta.get(OUTBOX_SEQ_KEY));
   let seq = typeof last?.value === 'number' ? last.value : 0;
-  await db.outbox.bulkAdd(items.map((item): OutboxRow => ('board' in item ? { seq: ++seq, board: item.board } : { seq: ++seq, op: item })));
-  await db.meta.put({ key: OUTBOX_SEQ_KEY, value: seq });
+  const rows = items.map((item): OutboxRow => ('board' in item ? { seq: ++seq, board: item.board } : { seq: ++seq, op: item }));
+  await Promise.all([db.outbox.bulkAdd(rows), db.meta.put({ key: OUTBOX_SEQ_KEY, value: seq })]);
+  return rows;
 }
 
 /** Everything a session handle needs from the Tabula that opened it. */
@@ -52,8 +59,11 @@ export interface StoreContext {
   readonly openStreams: Set<{ abort(): Promise<unknown> }>;
   /** The session rows this Tabula last saw committed, on which appends build (see commit). */
   readonly knownRows: KnownRows;
-  /** Set when sync is on: the user whose local ops are queued in the outbox, and the engine to nudge. */
-  sync?: { readonly userId: string; nudge(): void };
+  /**
+   * Set when sync is on: the user whose local ops are queued in the outbox, and the engine to nudge
+   * (with the outbox rows a write committed, when it queued some).
+   */
+  sync?: { readonly userId: string; nudge(queued?: readonly OutboxRow[]): void };
   closed: boolean;
 }
 
@@ -165,9 +175,14 @@ async function attempt<T>(
   const emitted: Op[] = [];
   let result: T;
   let committed: SessionRow | undefined;
+  let queued: OutboxRow[] = [];
   try {
     result = await db.transaction('rw', scope === 'append' ? appendTables(db) : sessionTables(db), async () => {
       const key: [string, string] = [userId, sessionId];
+      // The outbox counter is read with the write's first requests, not after them: one round trip less
+      // before the write commits and sync can push it. Awaited by queueOutbox, or unused when nothing syncs.
+      const counter = store.sync ? db.meta.get(OUTBOX_SEQ_KEY) : undefined;
+      counter?.catch(() => undefined);
       let slot: SessionSlot;
       // With a known row: the read that checks it, made before any write of this transaction.
       let check: Promise<boolean> | null = null;
@@ -243,7 +258,7 @@ async function attempt<T>(
       }
       await flushSlot(db, slot);
       if (check && !(await check)) throw new StaleRow();
-      if (store.sync) await queueOutbox(db, emitted.filter((op) => op.userId === store.sync?.userId && isSynced(op)));
+      if (store.sync) queued = await queueOutbox(db, emitted.filter((op) => op.userId === store.sync?.userId && isSynced(op)), counter);
       committed = slot.row;
       return value;
     });
@@ -253,7 +268,7 @@ async function attempt<T>(
     throw mapStorageError(error, what);
   }
   store.knownRows.set(userId, sessionId, committed);
-  if (store.sync && emitted.some(isSynced)) store.sync.nudge();
+  if (store.sync && emitted.some(isSynced)) store.sync.nudge(queued);
   if (applied.length > 0) {
     store.feed.publish({ userId, sessionId, kinds: [...new Set(applied.map((op) => op.kind))] }, 'local');
   }

@@ -17,7 +17,7 @@ import { safeParse } from '../core/validation.js';
 import type { Op, OpKind } from '../core/ops.js';
 import { applyOps, type SaveConflict } from '../store/apply.js';
 import type { SaveConflictInfo } from '../store/changes.js';
-import { checkRow, sessionTables } from '../store/schema.js';
+import { checkRow, sessionTables, type OutboxRow } from '../store/schema.js';
 import type { SyncAdapter, SyncEngine, SyncHost, SyncStatus } from '../store/sync-host.js';
 import { applyRemoteBoard, decodeBoardUpdates, queueBoard, updatesForLife } from './boards.js';
 import { readPokes } from './events.js';
@@ -148,6 +148,8 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   let token: string | null = null;
   let failures = 0;
   let running: Promise<void> = Promise.resolve();
+  /** The page being applied (a pull's or a poke's): pages apply one at a time, each continuing the cursor. */
+  let applying: Promise<unknown> = Promise.resolve();
   /** Set by a nudge or a poke: the leader runs another cycle before it sleeps. */
   let nudged = false;
   /** The next cycle pulls. Only a local write's cycle may skip the pull, while pokes flow. */
@@ -155,6 +157,13 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   /** The event stream is open and subscribed (its first poke came): pokes bring what others push. */
   let streaming = false;
   let wake: (() => void) | null = null;
+  /**
+   * Outbox rows that this tab's writes committed since the last push, handed over by their nudge: a
+   * push sends them without reading them back when they continue what the server acknowledged.
+   */
+  let handed: OutboxRow[] = [];
+  /** The last seq the server acknowledged for this client; null before the first push and after a failed one. */
+  let acked: number | null = null;
   /** Sessions whose board may hold something not queued yet. */
   const dirtyBoards = new Set<string>();
   let boardsScanned = false;
@@ -228,11 +237,26 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     }
   };
 
+  /**
+   * The handed-over rows when they are the outbox's head: seq acked+1, acked+2… without a gap. A row of
+   * another tab in between, or no acknowledgement yet, leaves the push to read the outbox. Takes them
+   * either way (the outbox holds them too).
+   */
+  const takeHanded = (): OutboxRow[] | null => {
+    const rows = handed;
+    handed = [];
+    if (acked === null) return null;
+    const fresh = rows.filter((row) => (row.seq as number) > (acked as number));
+    return fresh.length > 0 && fresh.every((row, i) => row.seq === (acked as number) + 1 + i) ? fresh : null;
+  };
+
   const push = async (): Promise<void> => {
     const id = await clientId;
     await queueBoards();
     for (;;) {
-      const rows = await db.outbox.orderBy('seq').limit(DEFAULT_SYNC_LIMITS.maxPushItems).toArray();
+      // A write this tab just committed goes out without a read of the outbox before it (a round trip
+      // less between the write and the server); the read that follows the push finds anything else.
+      const rows = takeHanded() ?? (await db.outbox.orderBy('seq').limit(DEFAULT_SYNC_LIMITS.maxPushItems).toArray());
       if (rows.length === 0) return;
       const items: PushItem[] = [];
       let bytes = 0;
@@ -245,6 +269,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
         bytes += size;
       }
       let lastSeq: number;
+      acked = null;
       try {
         lastSeq = parseWire(PushResponseSchema, await post(SYNC_PATHS.push, { clientId: id, items }), 'The push response').lastSeq;
       } catch (error) {
@@ -258,6 +283,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
         }
       }
       // The server has committed everything up to lastSeq: those rows leave the outbox.
+      acked = lastSeq;
       await db.outbox.where('seq').belowOrEqual(lastSeq).delete();
       // A long outbox shows its progress; after a short one the cycle's end counts what is left.
       if (rows.length === DEFAULT_SYNC_LIMITS.maxPushItems) setStatus({ state: 'syncing', pending: await countPending() });
@@ -268,9 +294,10 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
    * Applies one page of the user's items, a pull's or a poke's, and moves the cursor to `page.cursor`:
    * ops first in one transaction with applyOps (a board update may belong to a session this page
    * creates), then the board updates, then the cursor, so a crash before the cursor moves gets the page
-   * again and both ops and updates apply once. With `from` (a poke's items), only when the stored cursor
-   * is exactly `from.after`, read in the ops' transaction: 'current' when it already is `page.cursor`,
-   * 'stale' for any other (the items do not continue it; pull instead). Nothing is applied then.
+   * again and both ops and updates apply once. With `from` (the cursor a pull asked from, or a poke's
+   * `after`), only when the stored cursor is exactly `from.after`, read in the ops' transaction:
+   * 'current' when it already is `page.cursor`, 'stale' for any other (the items do not continue it;
+   * pull again from the stored cursor). Nothing is applied then.
    */
   const applyPage = async (page: { readonly items: readonly PullItem[]; readonly cursor: string | null }, from?: { readonly after: string | null }): Promise<'applied' | 'current' | 'stale'> => {
     const id = await clientId;
@@ -346,12 +373,31 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     return 'applied';
   };
 
+  /**
+   * Applies pages one after the other. A poke's page does not wait for a cycle's push or its pull's
+   * request, only for the page being applied; every page checks the cursor it continues (see applyPage).
+   */
+  const applyInTurn = (
+    page: { readonly items: readonly PullItem[]; readonly cursor: string | null },
+    from: { readonly after: string | null },
+    skip: () => boolean = () => false,
+  ): Promise<'applied' | 'current' | 'stale'> => {
+    const next = applying.then(() => {
+      if (closed) throw new TabulaError('storage/closed', `Tabula "${host.name}" is closed; sync stopped.`);
+      return skip() ? 'stale' : applyPage(page, from);
+    });
+    applying = next.catch(() => undefined);
+    return next;
+  };
+
   const pull = async (): Promise<void> => {
     for (;;) {
       const cursor = cursorOf(await db.meta.get(CURSOR_KEY));
       const page = parseWire(PullResponseSchema, await post(SYNC_PATHS.pull, { cursor, limit: DEFAULT_SYNC_LIMITS.maxPullItems }), 'The pull response');
-      await applyPage(page);
-      if (!page.more) return;
+      // A poke may have brought some of these items while the request was out: then the page no longer
+      // continues the cursor ('stale'), and the next request starts from where the cursor is now.
+      const outcome = await applyInTurn(page, { after: cursor });
+      if (outcome !== 'stale' && !page.more) return;
     }
   };
 
@@ -413,8 +459,8 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
 
   /**
    * A poke from the event stream. One that carries its push's items is applied at once, without a
-   * pull, when they continue this client's cursor exactly (serialized with the cycles, never while
-   * paused); any other poke, or one whose items do not continue the cursor or fail to apply, wakes the
+   * pull, when they continue this client's cursor exactly (in turn with the pages pulls apply, not
+   * after a running cycle's push or pull request; never while paused); any other poke, or one whose items do not continue the cursor or fail to apply, wakes the
    * leader's cycle, whose pull gets (and reports on) the same items.
    */
   const onPoke = (data: string) => {
@@ -422,11 +468,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     if (poke?.items === undefined || poke.after === undefined) return nudge();
     const page = { items: poke.items, cursor: poke.cursor };
     const from = { after: poke.after };
-    const taken = running.then(() => (closed || paused ? 'stale' : applyPage(page, from)));
-    running = taken.then(
-      () => undefined,
-      () => undefined,
-    );
+    const taken = applyInTurn(page, from, () => paused);
     taken.then(
       (outcome) => {
         if (outcome === 'stale') nudge();
@@ -571,8 +613,10 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       if (status.state === 'unauthorized') setStatus({ state: 'idle' });
       nudge();
     },
-    nudge() {
+    nudge(queued) {
       if (leading) {
+        // More than a push holds goes through the outbox anyway (a large import): not worth keeping.
+        if (queued) handed = handed.length + queued.length > DEFAULT_SYNC_LIMITS.maxPushItems ? [] : [...handed, ...queued];
         localWrite();
       } else {
         tabs?.postMessage({ v: 1, kind: 'nudge' } satisfies TabMessage);
@@ -586,6 +630,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       closing.abort();
       tabs?.close();
       await running;
+      await applying;
       await leadership;
     },
   };

@@ -18,10 +18,12 @@ import { device, nextChange, pausedDevice, startServer, statusWhere, viaServer }
 
 /**
  * A fetch to `server` whose event stream the test writes (`send`), keeping the text of every pull
- * answer. `send` resolves once the client has read the event and asked for the next one.
+ * answer. `send` resolves once the client has read the event and asked for the next one. `holdNext`
+ * keeps the next answer to a path from the client (the server has answered it) until `release()`.
  */
 function fedEvents(server: SyncServer) {
   const pulls: string[] = [];
+  const holds = new Map<string, { reached: (text: string) => void; released: Promise<void> }>();
   const encoder = new TextEncoder();
   let stream: ReadableStreamDefaultController<Uint8Array> | null = null;
   let asked: (() => void) | null = null;
@@ -48,14 +50,28 @@ function fedEvents(server: SyncServer) {
       return new Response(body, { headers: { 'content-type': 'text/event-stream' } });
     }
     const response = await via(input, init);
-    if (!url.endsWith(SYNC_PATHS.pull)) return response;
+    const path = new URL(url).pathname;
+    const hold = holds.get(path);
+    if (!url.endsWith(SYNC_PATHS.pull) && !hold) return response;
     const text = await response.text();
-    pulls.push(text);
+    if (url.endsWith(SYNC_PATHS.pull)) pulls.push(text);
+    if (hold) {
+      holds.delete(path);
+      hold.reached(text);
+      await hold.released;
+    }
     return new Response(text, { status: response.status, headers: response.headers });
   };
   return {
     fetch: fetchImpl,
     pulls,
+    holdNext(path: string): { answered: Promise<string>; release: () => void } {
+      let reached: (text: string) => void = () => {};
+      let release: () => void = () => {};
+      const answered = new Promise<string>((resolve) => (reached = resolve));
+      holds.set(path, { reached, released: new Promise<void>((resolve) => (release = resolve)) });
+      return { answered, release };
+    },
     async send(data: string): Promise<void> {
       await open;
       const read = new Promise<void>((resolve) => (asked = resolve));
@@ -104,7 +120,7 @@ async function setup() {
     await writer.close();
     await reader.close();
   };
-  return { server, alice, writer, reader, fed, write, createPoke, close };
+  return { server, alice, writer, reader, fed, write, createPoke, pokes, chat, close };
 }
 
 describe('httpSync: pokes that carry items', () => {
@@ -199,6 +215,58 @@ describe('httpSync: pokes that carry items', () => {
   });
 });
 
+describe('httpSync: pokes while a cycle runs', () => {
+  it('applies a poke while its own push waits for the server’s answer, not after it', { timeout: 60_000 }, async () => {
+    const { writer, reader, fed, pokes, chat, close } = await setup();
+    const held = fed.holdNext(SYNC_PATHS.push);
+    await (await reader.session('chat')).append({ role: 'user', content: 'from the reader' });
+    await held.answered;
+    // The server has the reader's item (its poke is the next) and the reader waits for the answer.
+    const own = await pokes.next();
+    await chat.append({ role: 'user', content: 'from the writer' });
+    await writer.sync?.flush();
+    const theirs = await pokes.next();
+    const pulls = fed.pulls.length;
+    const arrived = nextChange(reader, (change) => change.origin === 'remote' && change.kinds.includes('message.append'));
+    await fed.send(own);
+    await fed.send(theirs);
+    // Were the poke applied after the cycle, this would never resolve while the push is held.
+    await arrived;
+    expect(await texts(reader)).toEqual(['from the reader', 'from the writer']);
+    expect(fed.pulls.length).toBe(pulls);
+    held.release();
+    await reader.sync?.flush();
+    expect(await texts(reader)).toEqual(['from the reader', 'from the writer']);
+    await close();
+  });
+
+  it('a pull answered before pokes that overtook it leaves the cursor where the pokes moved it', { timeout: 60_000 }, async () => {
+    const { reader, fed, write, close } = await setup();
+    const first = await write('one');
+    const held = fed.holdNext(SYNC_PATHS.pull);
+    const flushed = reader.sync?.flush();
+    // The pull's page holds 'one' only, and the reader does not have it yet.
+    expect(await held.answered).toContain('"one"');
+    const second = await write('two');
+    const arrived = nextChange(reader, (change) => change.origin === 'remote' && change.kinds.includes('message.append'));
+    await fed.send(first);
+    await fed.send(second);
+    await arrived;
+    await expect.poll(() => texts(reader)).toEqual(['one', 'two']);
+    held.release();
+    await flushed;
+    // Had the late page moved the cursor back to after 'one', the next poke would not continue it: a pull.
+    const pulls = fed.pulls.length;
+    const third = nextChange(reader, (change) => change.origin === 'remote' && change.kinds.includes('message.append'));
+    await fed.send(await write('three'));
+    await third;
+    expect(await texts(reader)).toEqual(['one', 'two', 'three']);
+    expect(fed.pulls.length).toBe(pulls);
+    expect(await (await reader.session('chat')).messageCount()).toBe(3);
+    await close();
+  });
+});
+
 describe('httpSync: pokes in any order, lost or repeated, never lose or double an item', () => {
   it('a reader fed any sequence of the server’s pokes, then flushed, holds exactly what the writer wrote', { timeout: 240_000 }, async () => {
     // Actions: write a message, or deliver the k-th poke sent so far (k modulo their number).
@@ -221,6 +289,55 @@ describe('httpSync: pokes in any order, lost or repeated, never lose or double a
           expect(await texts(reader)).toEqual(written);
           expect(await (await reader.session('chat')).messageCount()).toBe(written.length);
         } finally {
+          await close();
+        }
+      }),
+      fcParams(15),
+    );
+  });
+
+  it('the same, with pulls whose answers are held while pokes (and other pulls) overtake them', { timeout: 240_000 }, async () => {
+    // Actions as above, plus: start a flush whose next pull answer is held, and let it go on.
+    const action = fc.oneof(
+      fc.constant({ kind: 'write' as const }),
+      fc.nat(20).map((k) => ({ kind: 'deliver' as const, k })),
+      fc.constant({ kind: 'hold' as const }),
+      fc.constant({ kind: 'release' as const }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(action, { minLength: 1, maxLength: 14 }), async (actions) => {
+        const { reader, fed, write, createPoke, close } = await setup();
+        let held: { release: () => void; flushed: Promise<void> | undefined } | null = null;
+        const release = async () => {
+          if (!held) return;
+          held.release();
+          await held.flushed;
+          held = null;
+        };
+        try {
+          const sent = [createPoke];
+          const written: string[] = [];
+          for (const step of actions) {
+            if (step.kind === 'write') {
+              written.push(`m${written.length}`);
+              sent.push(await write(written[written.length - 1]!));
+            } else if (step.kind === 'deliver') {
+              await fed.send(sent[step.k % sent.length]!);
+            } else if (step.kind === 'hold') {
+              if (held) continue;
+              const hold = fed.holdNext(SYNC_PATHS.pull);
+              held = { release: hold.release, flushed: reader.sync?.flush() };
+              await hold.answered;
+            } else {
+              await release();
+            }
+          }
+          await release();
+          await reader.sync?.flush();
+          expect(await texts(reader)).toEqual(written);
+          expect(await (await reader.session('chat')).messageCount()).toBe(written.length);
+        } finally {
+          await release();
           await close();
         }
       }),
