@@ -7,22 +7,14 @@
  * moment it is released without the message being finished.
  */
 import { mapStorageError } from './errors.js';
-import type { MessageRow, RunRow } from './schema.js';
+import { findUnfinished, type Unfinished } from './open-read.js';
 import { commit, type StoreContext } from './writer.js';
-
-/** A session's runs still marked running and messages still streaming, as read by {@link Recovery.find}. */
-export interface Unfinished {
-  readonly runs: readonly RunRow[];
-  readonly streams: readonly MessageRow[];
-}
 
 export interface Recovery {
   /**
-   * Reads what may need recovering; inside the caller's transaction when there is one (session()
-   * reads it with the session row, in one round trip).
+   * Checks one session now (from `found` when the caller has read it: session() reads it with the
+   * session row, in one round trip, see open-read.ts); starts watchers for streams held by live tabs.
    */
-  find(userId: string, sessionId: string): Promise<Unfinished>;
-  /** Checks one session now (from `found` when the caller has read it); starts watchers for streams held by live tabs. */
   check(userId: string, sessionId: string, found?: Unfinished): Promise<void>;
   /** Like check(), coalescing bursts (many appends from another tab) into one pass. */
   schedule(userId: string, sessionId: string): void;
@@ -58,18 +50,10 @@ export function createRecovery(store: StoreContext): Recovery {
       .finally(() => watched.delete(name));
   };
 
-  const find = async (userId: string, sessionId: string): Promise<Unfinished> => {
-    const [runs, streams] = await Promise.all([
-      db.runs.where('[userId+sessionId+status]').equals([userId, sessionId, 'running']).toArray(),
-      db.messages.where('[userId+sessionId+status]').equals([userId, sessionId, 'streaming']).toArray(),
-    ]);
-    return { runs, streams };
-  };
-
   async function check(userId: string, sessionId: string, found?: Unfinished): Promise<void> {
     // Read the rows before the locks: a stream appends its row only after taking its lock,
     // so a row we see belongs to a lock that is either still held below or already gone.
-    const { runs, streams } = found ?? (await find(userId, sessionId));
+    const { runs, streams } = found ?? (await findUnfinished(db, userId, sessionId));
     if (runs.length === 0 && streams.length === 0) return;
     const held = new Set(await coordinator.locks.held());
     if (runs.length > 0 && !held.has(coordinator.runLockName(userId, sessionId))) {
@@ -104,7 +88,6 @@ export function createRecovery(store: StoreContext): Recovery {
   }
 
   return {
-    find,
     check,
     schedule,
     close() {

@@ -183,6 +183,7 @@ export function createRunner(deps: RunnerDeps) {
           'Do the work in the outer run through its ctx, or start the second run after the first has finished.',
       );
     }
+    coordinator.listen();
     const held = coordinator.locks.request(lockName, { ifAvailable: !wait, ...(outer ? { signal: outer } : {}) }, async (lock) => {
       if (!lock) {
         throw new TabulaError('run/busy', `Another run holds ${label} (in this tab or another); wait for it, interrupt() it, or call run() without wait: false to queue.`);

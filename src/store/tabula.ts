@@ -19,6 +19,7 @@ import { createBoardNotices, type BoardNotices } from './board-notices.js';
 import { seedOutbox } from './sync-seed.js';
 import type { SyncAdapter, SyncBoards, SyncEngine, SyncHandle } from './sync-host.js';
 import { createRecovery } from './recovery.js';
+import { readSessionOpen } from './open-read.js';
 import { mapStorageError } from './errors.js';
 import { parseSessionExport, type SessionExport } from './export.js';
 import { newClientId } from './ids.js';
@@ -187,18 +188,15 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     checkId(sessionId, 'session(sessionId)');
     const opts = checkOptions(options, 'session(sessionId, options)');
     const userId = checkId(opts.userId ?? defaultUserId, 'session({ userId })');
-    let existing;
-    let unfinished;
+    let read;
     try {
-      // The session row and what recovery looks for, in one read transaction: one round trip, not three.
-      [existing, unfinished] = await db.transaction('r', [db.sessions, db.runs, db.messages], () =>
-        Promise.all([db.sessions.get([userId, sessionId]), recovery.find(userId, sessionId)]),
-      );
+      read = await readSessionOpen(db, userId, sessionId);
     } catch (error) {
       throw mapStorageError(error, `open session "${sessionId}"`);
     }
-    if (existing) {
-      checkRow('sessions', [userId, sessionId], existing);
+    const { row, unfinished } = read;
+    if (row !== undefined) {
+      const existing = checkRow('sessions', [userId, sessionId], row);
       store.knownRows.set(userId, sessionId, existing);
       try {
         await recovery.check(userId, sessionId, unfinished);
