@@ -4,16 +4,15 @@
  * fallback when the native connection is closed. And the guarantee it
  * serves: a message left `streaming` by a crashed instance is reported
  * `interrupted` before the first read of a new instance can return it.
- * Seeded: the seed is printed; TABULA_SEED=<n> replays it (Node).
+ * Seeded (test/unit/seed.ts): the seed is printed; TABULA_SEED=<n> replays it (Node).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { readSessionOpen } from '../../../src/store/open-read.js';
 import { createDb, type MessageRow, type RunRow } from '../../../src/store/schema.js';
+import { fcParams, TEST_SEED } from '../seed.js';
 import { freshTabula, uniqueName } from './helpers.js';
 
-const envSeed = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.TABULA_SEED;
-const seed = envSeed === undefined ? Date.now() % 2 ** 31 : Number(envSeed);
 
 const run = (runId: string, sessionId: string, status: RunRow['status']): RunRow => ({
   runId,
@@ -75,8 +74,7 @@ describe('readSessionOpen', () => {
 });
 
 describe('a new instance never reads a stream a crashed instance left behind (property)', () => {
-  it(`its first messages({ last }) has the crashed streams interrupted, text kept, and its first runs() the runs abandoned (seed ${seed})`, async () => {
-    console.log(`open-read property seed: ${seed} (replay with TABULA_SEED=${seed})`);
+  it(`its first messages({ last }) has the crashed streams interrupted, text kept, and its first runs() the runs abandoned (seed ${TEST_SEED})`, async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 40 }),
@@ -112,7 +110,7 @@ describe('a new instance never reads a stream a crashed instance left behind (pr
           }
         },
       ),
-      { seed, numRuns: 25, interruptAfterTimeLimit: 60_000 },
+      fcParams(25, { interruptAfterTimeLimit: 60_000 }),
     );
   }, 120_000);
 });
