@@ -144,6 +144,10 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   const tabs = typeof BroadcastChannel === 'function' ? new BroadcastChannel(`tabula:${host.name}:sync`) : null;
   let paused = false;
   let closed = false;
+  /** Work queued before close() (a cycle, a page) stops here instead of starting. */
+  const assertRunning = (): void => {
+    if (closed) throw new TabulaError('storage/closed', `Tabula "${host.name}" is closed; sync stopped.`);
+  };
   let leading = false;
   let token: string | null = null;
   let failures = 0;
@@ -383,7 +387,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     skip: () => boolean = () => false,
   ): Promise<'applied' | 'current' | 'stale'> => {
     const next = applying.then(() => {
-      if (closed) throw new TabulaError('storage/closed', `Tabula "${host.name}" is closed; sync stopped.`);
+      assertRunning();
       return skip() ? 'stale' : applyPage(page, from);
     });
     applying = next.catch(() => undefined);
@@ -418,7 +422,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
    */
   const cycle = (pulling = true): Promise<void> => {
     const next = running.then(async () => {
-      if (closed) throw new TabulaError('storage/closed', `Tabula "${host.name}" is closed; sync stopped.`);
+      assertRunning();
       // Pending as last counted (every local write recounts it): counting here would delay the push.
       setStatus({ state: 'syncing' });
       try {
@@ -460,8 +464,9 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   /**
    * A poke from the event stream. One that carries its push's items is applied at once, without a
    * pull, when they continue this client's cursor exactly (in turn with the pages pulls apply, not
-   * after a running cycle's push or pull request; never while paused); any other poke, or one whose items do not continue the cursor or fail to apply, wakes the
-   * leader's cycle, whose pull gets (and reports on) the same items.
+   * after a running cycle's push or pull request; never while paused); any other poke, or one whose
+   * items do not continue the cursor or fail to apply, wakes the leader's cycle, whose pull gets (and
+   * reports on) the same items.
    */
   const onPoke = (data: string) => {
     const poke = pokeOf(data);
