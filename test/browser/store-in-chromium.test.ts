@@ -4,7 +4,7 @@
  * in this project (see vite.config.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { openTabula } from '../../src/index.js';
+import { openTabula, type SessionChange } from '../../src/index.js';
 
 const name = () => `browser-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
 
@@ -28,10 +28,14 @@ describe('store in Chromium', () => {
     const b = await openTabula({ name: dbName, userId: 'u' });
     const inA = await a.session('shared');
     const inB = await b.session('shared');
-    const origins: string[] = [];
-    inB.subscribe((change) => origins.push(change.origin));
+    // A's session('shared') broadcast a session.create that may reach B only after B subscribed:
+    // the assertion is about the append's event.
+    const changes: SessionChange[] = [];
+    inB.subscribe((change) => changes.push(change));
     await inA.append({ role: 'user', content: 'from A' });
-    await expect.poll(() => origins).toEqual(['tab']);
+    const appends = () => changes.filter((change) => change.kinds.includes('message.append'));
+    await expect.poll(() => appends().map((change) => change.origin)).toEqual(['tab']);
+    expect(changes.every((change) => change.origin === 'tab')).toBe(true);
     expect((await inB.messages()).map((m) => m.content)).toEqual(['from A']);
     await a.close();
     await b.close();

@@ -89,12 +89,17 @@ describe('session messages', () => {
     const stopA = a.subscribe((change) => seenByA.push(change));
     b.subscribe((change) => seenByB.push(change));
     await a.append({ role: 'user', content: 'x' });
-    await waitFor(() => seenByB.length > 0);
+    // tabA's session('s') broadcast a session.create that may reach B only after B subscribed.
+    const appendsSeenByB = () => seenByB.filter((change) => change.kinds.includes('message.append'));
+    await waitFor(() => appendsSeenByB().length > 0);
     expect(seenByA).toEqual([{ userId: 'anonymous', sessionId: 's', kinds: ['message.append'], origin: 'local' }]);
-    expect(seenByB).toEqual([{ userId: 'anonymous', sessionId: 's', kinds: ['message.append'], origin: 'tab' }]);
+    expect(appendsSeenByB()).toEqual([{ userId: 'anonymous', sessionId: 's', kinds: ['message.append'], origin: 'tab' }]);
+    expect(seenByB.every((change) => change.origin === 'tab')).toBe(true);
     stopA();
+    // A listener still subscribed in tab A hears the save: by then the stopped one would have too.
+    const saveReachedA = new Promise<void>((resolve) => a.subscribe((change) => change.kinds.includes('state.save') && resolve()));
     await b.save({ summary: 'y' });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await saveReachedA;
     expect(seenByA).toHaveLength(1);
     await tabA.close();
     await tabB.close();
