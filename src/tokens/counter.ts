@@ -187,6 +187,16 @@ function tokenTexts(messages: unknown, method: string): string[] {
   });
 }
 
+/** A worker's count of one text, checked at the boundary: a worker (or a stale cached script) may answer anything. */
+function checkedCount(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    // NaN and undefined have no JSON form ("null", nothing): show them as they are.
+    const shown = typeof value === 'number' || value === undefined ? String(value) : JSON.stringify(value);
+    throw new TabulaError('schema/invalid', `The token worker answered ${shown} for a text; expected a whole number ≥ 0.`);
+  }
+  return value;
+}
+
 function checkCountOptions(options: unknown): CountTextOptions {
   if (options === undefined) return {};
   if (!isPlainObject(options)) throw new TabulaError('argument/invalid', `countText() options must be an object { onProgress?, signal? }, got ${describe(options)}.`);
@@ -316,12 +326,11 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
       totals.estimated += missing.length;
       return measures;
     }
+    // Every count is checked before any is cached or counted: a bad reply changes nothing.
+    const counts = missing.map((_, k) => checkedCount(result[k]));
     totals.counted += missing.length;
     missing.forEach((i, k) => {
-      const value = result[k];
-      if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-        throw new TabulaError('schema/invalid', `The token worker answered ${JSON.stringify(value)} for a text; expected a whole number ≥ 0.`);
-      }
+      const value = counts[k] as number;
       measures[i] = { tokens: value, exact: true };
       if (cacheable(texts[i] as string)) cache.set(textKey(texts[i] as string), value);
     });
@@ -369,9 +378,10 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
         totals.estimated += 1;
         return { tokens: estimateTextTokens(text), exact: false };
       }
+      const tokens = checkedCount(result);
       totals.counted += 1;
       if (reported < text.length) report(text.length, text.length);
-      return { tokens: result, exact: true };
+      return { tokens, exact: true };
     } catch (error) {
       if (signal?.aborted) throw new TabulaError('tokens/aborted', 'Counting was aborted.', { cause: signal.reason });
       throw error;
