@@ -159,10 +159,13 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
+/** What a wrong argument was, for the error message: its kind, and its value when short. */
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'object') return `an object (${Object.prototype.toString.call(value).slice(8, -1)})`;
+  if (typeof value === 'number' || typeof value === 'boolean') return `${typeof value} ${String(value)}`;
+  if (typeof value === 'string') return `string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
   return typeof value;
 }
 
@@ -197,13 +200,13 @@ function checkedCount(value: unknown): number {
   return value;
 }
 
-function checkCountOptions(options: unknown): CountTextOptions {
+function checkCountOptions(options: unknown, method: string): CountTextOptions {
   if (options === undefined) return {};
-  if (!isPlainObject(options)) throw new TabulaError('argument/invalid', `countText() options must be an object { onProgress?, signal? }, got ${describe(options)}.`);
+  if (!isPlainObject(options)) throw new TabulaError('argument/invalid', `counter.${method}() options must be an object { onProgress?, signal? }, got ${describe(options)}.`);
   const { onProgress, signal } = options;
-  if (onProgress !== undefined && typeof onProgress !== 'function') throw new TabulaError('argument/invalid', `countText({ onProgress }) must be a function, got ${describe(onProgress)}.`);
+  if (onProgress !== undefined && typeof onProgress !== 'function') throw new TabulaError('argument/invalid', `counter.${method}({ onProgress }) must be a function, got ${describe(onProgress)}.`);
   if (signal !== undefined && !(typeof AbortSignal === 'function' && signal instanceof AbortSignal)) {
-    throw new TabulaError('argument/invalid', `countText({ signal }) must be an AbortSignal, got ${describe(signal)}.`);
+    throw new TabulaError('argument/invalid', `counter.${method}({ signal }) must be an AbortSignal, got ${describe(signal)}.`);
   }
   return options;
 }
@@ -337,15 +340,15 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
     return measures;
   };
 
-  const measureEach = async (messages: readonly Message[]): Promise<TokenMeasure[]> => {
-    const texts = tokenTexts(messages, 'measureEach');
+  const measureEach = async (messages: readonly Message[], method: string): Promise<TokenMeasure[]> => {
+    const texts = tokenTexts(messages, method);
     const measures = await measureTexts(texts);
     return measures.map(({ tokens, exact }, i) => ({ tokens: tokens + messageFixedTokens(messages[i] as Message), exact }));
   };
 
-  const measureText = async (text: string, opts?: CountTextOptions): Promise<TokenMeasure> => {
-    if (typeof text !== 'string') throw new TabulaError('argument/invalid', `countText() takes a string, got ${describe(text)}.`);
-    const { signal, onProgress } = checkCountOptions(opts);
+  const measureText = async (text: string, opts: CountTextOptions | undefined, method: string): Promise<TokenMeasure> => {
+    if (typeof text !== 'string') throw new TabulaError('argument/invalid', `counter.${method}() takes a string, got ${describe(text)}.`);
+    const { signal, onProgress } = checkCountOptions(opts, method);
     if (signal?.aborted) throw new TabulaError('tokens/aborted', 'Counting was aborted before it started.', { cause: signal.reason });
     // Without progress, and without a signal to honour on a large text, there is nothing to interleave:
     // one call, no yields between windows.
@@ -403,16 +406,16 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
       return fallbackReason;
     },
     async count(messages) {
-      return (await measureEach(messages)).reduce((sum, m) => sum + m.tokens, 0);
+      return (await measureEach(messages, 'count')).reduce((sum, m) => sum + m.tokens, 0);
     },
     async countEach(messages) {
-      return (await measureEach(messages)).map((m) => m.tokens);
+      return (await measureEach(messages, 'countEach')).map((m) => m.tokens);
     },
-    measureEach,
+    measureEach: (messages) => measureEach(messages, 'measureEach'),
     async countText(text, opts) {
-      return (await measureText(text, opts)).tokens;
+      return (await measureText(text, opts, 'countText')).tokens;
     },
-    measureText,
+    measureText: (text, opts) => measureText(text, opts, 'measureText'),
     stats: () => ({ ...totals }),
     close() {
       if (closed) return;
