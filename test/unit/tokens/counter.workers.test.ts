@@ -434,3 +434,69 @@ describe('requests: budgets, restarts, aborts, bad replies', () => {
     ]);
   });
 });
+
+describe('defaults and the cache', () => {
+  it('the request budget is 10 s by default', async () => {
+    fakeTimers();
+    const held = heldEngine();
+    install(() => ({ engine: held.engine }));
+    const counter = createTokenCounter({ worker: 'dedicated' });
+    const inTime = counter.measureText('a');
+    await vi.advanceTimersByTimeAsync(0);
+    const first = await held.call(0);
+    await vi.advanceTimersByTimeAsync(9_999);
+    first.answer([1]);
+    expect(await inTime).toEqual({ tokens: 1, exact: true });
+    const late = counter.measureText('b');
+    const second = await held.call(1);
+    await vi.advanceTimersByTimeAsync(10_001);
+    second.answer([1]);
+    expect(await late).toMatchObject({ exact: false });
+    counter.close();
+  });
+
+  it('the start budget is 15 s by default', async () => {
+    fakeTimers();
+    const fake = install(() => ({ silent: true }));
+    const counter = createTokenCounter();
+    const ready = counter.ready;
+    await vi.advanceTimersByTimeAsync(14_999);
+    await turn();
+    expect(fake.spawned).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    await until(() => fake.spawned.length === 2);
+    await vi.advanceTimersByTimeAsync(15_000);
+    expect(await ready).toBe('in-thread');
+    counter.close();
+  });
+
+  it('the cache holds 50,000 texts by default, and cacheSize entries when given', async () => {
+    const counter = createTokenCounter({ worker: 'none' });
+    const texts = Array.from({ length: 50_001 }, (_, i) => ({ role: 'user' as const, content: `t${i}` }));
+    await counter.countEach(texts);
+    // The first text was evicted by the 50,001st; the second is still there.
+    await counter.countEach([texts[1]!, texts[0]!]);
+    expect(counter.stats()).toEqual({ counted: 50_002, cached: 1, estimated: 0 });
+    counter.close();
+
+    const small = createTokenCounter({ worker: 'none', cacheSize: 1 });
+    for (const text of ['a', 'b', 'b', 'a']) await small.countText(text);
+    expect(small.stats()).toEqual({ counted: 3, cached: 1, estimated: 0 });
+    small.close();
+  }, 60_000);
+
+  it('texts of 256 KB and more are not cached; shorter ones are', async () => {
+    const counter = createTokenCounter({ worker: 'none' });
+    const limit = 256 * 1024;
+    const large = `${'word '.repeat(Math.floor(limit / 5))}${'w'.repeat(limit % 5)}`;
+    expect(large).toHaveLength(limit);
+    const first = await counter.measureText(large);
+    expect(await counter.measureText(large)).toEqual(first);
+    expect(counter.stats()).toEqual({ counted: 2, cached: 0, estimated: 0 });
+    const below = large.slice(1);
+    await counter.measureText(below);
+    expect(await counter.measureText(below)).toEqual({ tokens: expect.any(Number) as number, exact: true });
+    expect(counter.stats()).toEqual({ counted: 3, cached: 1, estimated: 0 });
+    counter.close();
+  }, 60_000);
+});
