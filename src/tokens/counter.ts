@@ -159,10 +159,13 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
+/** What a wrong argument was, for the error message: its kind, and its value when short. */
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'object') return `an object (${Object.prototype.toString.call(value).slice(8, -1)})`;
+  if (typeof value === 'number' || typeof value === 'boolean') return `${typeof value} ${String(value)}`;
+  if (typeof value === 'string') return `string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
   return typeof value;
 }
 
@@ -187,13 +190,23 @@ function tokenTexts(messages: unknown, method: string): string[] {
   });
 }
 
-function checkCountOptions(options: unknown): CountTextOptions {
+/** A worker's count of one text, checked at the boundary: a worker (or a stale cached script) may answer anything. */
+function checkedCount(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    // NaN and undefined have no JSON form ("null", nothing): show them as they are.
+    const shown = typeof value === 'number' || value === undefined ? String(value) : JSON.stringify(value);
+    throw new TabulaError('schema/invalid', `The token worker answered ${shown} for a text; expected a whole number ≥ 0.`);
+  }
+  return value;
+}
+
+function checkCountOptions(options: unknown, method: string): CountTextOptions {
   if (options === undefined) return {};
-  if (!isPlainObject(options)) throw new TabulaError('argument/invalid', `countText() options must be an object { onProgress?, signal? }, got ${describe(options)}.`);
+  if (!isPlainObject(options)) throw new TabulaError('argument/invalid', `counter.${method}() options must be an object { onProgress?, signal? }, got ${describe(options)}.`);
   const { onProgress, signal } = options;
-  if (onProgress !== undefined && typeof onProgress !== 'function') throw new TabulaError('argument/invalid', `countText({ onProgress }) must be a function, got ${describe(onProgress)}.`);
+  if (onProgress !== undefined && typeof onProgress !== 'function') throw new TabulaError('argument/invalid', `counter.${method}({ onProgress }) must be a function, got ${describe(onProgress)}.`);
   if (signal !== undefined && !(typeof AbortSignal === 'function' && signal instanceof AbortSignal)) {
-    throw new TabulaError('argument/invalid', `countText({ signal }) must be an AbortSignal, got ${describe(signal)}.`);
+    throw new TabulaError('argument/invalid', `counter.${method}({ signal }) must be an AbortSignal, got ${describe(signal)}.`);
   }
   return options;
 }
@@ -316,27 +329,26 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
       totals.estimated += missing.length;
       return measures;
     }
+    // Every count is checked before any is cached or counted: a bad reply changes nothing.
+    const counts = missing.map((_, k) => checkedCount(result[k]));
     totals.counted += missing.length;
     missing.forEach((i, k) => {
-      const value = result[k];
-      if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-        throw new TabulaError('schema/invalid', `The token worker answered ${JSON.stringify(value)} for a text; expected a whole number ≥ 0.`);
-      }
+      const value = counts[k] as number;
       measures[i] = { tokens: value, exact: true };
       if (cacheable(texts[i] as string)) cache.set(textKey(texts[i] as string), value);
     });
     return measures;
   };
 
-  const measureEach = async (messages: readonly Message[]): Promise<TokenMeasure[]> => {
-    const texts = tokenTexts(messages, 'measureEach');
+  const measureEach = async (messages: readonly Message[], method: string): Promise<TokenMeasure[]> => {
+    const texts = tokenTexts(messages, method);
     const measures = await measureTexts(texts);
     return measures.map(({ tokens, exact }, i) => ({ tokens: tokens + messageFixedTokens(messages[i] as Message), exact }));
   };
 
-  const measureText = async (text: string, opts?: CountTextOptions): Promise<TokenMeasure> => {
-    if (typeof text !== 'string') throw new TabulaError('argument/invalid', `countText() takes a string, got ${describe(text)}.`);
-    const { signal, onProgress } = checkCountOptions(opts);
+  const measureText = async (text: string, opts: CountTextOptions | undefined, method: string): Promise<TokenMeasure> => {
+    if (typeof text !== 'string') throw new TabulaError('argument/invalid', `counter.${method}() takes a string, got ${describe(text)}.`);
+    const { signal, onProgress } = checkCountOptions(opts, method);
     if (signal?.aborted) throw new TabulaError('tokens/aborted', 'Counting was aborted before it started.', { cause: signal.reason });
     // Without progress, and without a signal to honour on a large text, there is nothing to interleave:
     // one call, no yields between windows.
@@ -369,9 +381,10 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
         totals.estimated += 1;
         return { tokens: estimateTextTokens(text), exact: false };
       }
+      const tokens = checkedCount(result);
       totals.counted += 1;
       if (reported < text.length) report(text.length, text.length);
-      return { tokens: result, exact: true };
+      return { tokens, exact: true };
     } catch (error) {
       if (signal?.aborted) throw new TabulaError('tokens/aborted', 'Counting was aborted.', { cause: signal.reason });
       throw error;
@@ -393,16 +406,16 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
       return fallbackReason;
     },
     async count(messages) {
-      return (await measureEach(messages)).reduce((sum, m) => sum + m.tokens, 0);
+      return (await measureEach(messages, 'count')).reduce((sum, m) => sum + m.tokens, 0);
     },
     async countEach(messages) {
-      return (await measureEach(messages)).map((m) => m.tokens);
+      return (await measureEach(messages, 'countEach')).map((m) => m.tokens);
     },
-    measureEach,
+    measureEach: (messages) => measureEach(messages, 'measureEach'),
     async countText(text, opts) {
-      return (await measureText(text, opts)).tokens;
+      return (await measureText(text, opts, 'countText')).tokens;
     },
-    measureText,
+    measureText: (text, opts) => measureText(text, opts, 'measureText'),
     stats: () => ({ ...totals }),
     close() {
       if (closed) return;

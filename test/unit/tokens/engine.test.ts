@@ -1,5 +1,5 @@
 import * as fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import * as cl100k from 'gpt-tokenizer/encoding/cl100k_base';
 import * as o200k from 'gpt-tokenizer/encoding/o200k_base';
 import { WINDOW_CHARS, createEngine as createEngineWith, createEngineHost } from '../../../src/tokens/engine.js';
@@ -135,5 +135,55 @@ describe('counting engine', () => {
   it('a worker holding one encoding refuses another with a clear error', async () => {
     const engine = createEngine({ o200k_base: () => import('gpt-tokenizer/encoding/o200k_base') });
     await expect(engine.load('cl100k_base')).rejects.toThrow(/does not hold the encoding cl100k_base/);
+  });
+
+  it('a cancelled request rejects with an AbortError naming it, and its id is free again afterwards', async () => {
+    const engine = createEngine();
+    const large = `${SAMPLES.english}\n`.repeat(20_000);
+    const running = engine.countLarge('o200k_base', 'r4', large, () => engine.cancel('r4'));
+    await expect(running).rejects.toThrow(expect.objectContaining({ name: 'AbortError', message: 'Counting request r4 was cancelled.' }) as Error);
+    expect(await engine.countLarge('o200k_base', 'r4', SAMPLES.english!)).toBe(o200k.countTokens(SAMPLES.english!, plain));
+  });
+
+  it('loads each encoding once per host, however many connections and calls ask for it', async () => {
+    let loads = 0;
+    const host = createEngineHost({
+      o200k_base: () => {
+        loads += 1;
+        return import('gpt-tokenizer/encoding/o200k_base');
+      },
+    });
+    const [a, b] = [host.connect(), host.connect()];
+    await Promise.all([a.load('o200k_base'), b.load('o200k_base'), a.countTexts('o200k_base', ['x']), b.countLarge('o200k_base', 'r', 'y')]);
+    expect(loads).toBe(1);
+  });
+
+  it('an encoding module without the internals the fast path reads is counted whole by its own countTokens, special tokens as text', async () => {
+    const engine = createEngine({ o200k_base: () => Promise.resolve({ countTokens: o200k.countTokens }) });
+    const texts = Object.values(SAMPLES);
+    expect(await engine.countTexts('o200k_base', texts)).toEqual(texts.map((t) => o200k.countTokens(t, plain)));
+    const large = `${SAMPLES.code}\n`.repeat(2_000);
+    const progress: number[] = [];
+    // One window, the whole text: there is no safe cut point without the internals, so the budget is never checked.
+    expect(await engine.countLarge('o200k_base', 'r', large, (done) => progress.push(done), 0)).toBe(o200k.countTokens(large, plain));
+    expect(progress).toEqual([large.length]);
+    expect(await engine.countTexts('o200k_base', [large], 0)).toEqual([o200k.countTokens(large, plain)]);
+  });
+});
+
+describe('counting engine: the time budget against a clock that does not move', () => {
+  // performance.now() frozen: elapsed time is exactly 0, so a budget of 0 is spent exactly (>=, not >).
+  afterEach(() => vi.restoreAllMocks());
+
+  it('a budget of 0 stops after the first window even when no time has passed; a text of one window is counted', async () => {
+    vi.spyOn(performance, 'now').mockReturnValue(1_000);
+    const engine = createEngine();
+    const large = `${SAMPLES.english}\n`.repeat(5_000);
+    expect(await engine.countTexts('o200k_base', [large], 0)).toBeNull();
+    expect(await engine.countLarge('o200k_base', 'r', large, undefined, 0)).toBeNull();
+    expect(await engine.countTexts('o200k_base', [SAMPLES.english!], 0)).toEqual([o200k.countTokens(SAMPLES.english!, plain)]);
+    expect(await engine.countLarge('o200k_base', 'r', SAMPLES.english!, undefined, 0)).toBe(o200k.countTokens(SAMPLES.english!, plain));
+    // Without a budget the clock is never read as a limit: the whole text is counted.
+    expect(await engine.countLarge('o200k_base', 'r', large)).toBe(o200k.countTokens(large, plain));
   });
 });
