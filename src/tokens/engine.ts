@@ -108,6 +108,9 @@ export function createEngineHost(loaders: EncodingLoaders): EngineHost {
 
   return {
     connect() {
+      // Only requests in flight can be cancelled: a cancel that crosses its request's answer would
+      // otherwise stay in the set for good, and stop a later request that reuses the id.
+      const running = new Set<string>();
       const cancelled = new Set<string>();
       return {
         async load(encoding) {
@@ -134,11 +137,12 @@ export function createEngineHost(loaders: EncodingLoaders): EngineHost {
           return counts;
         },
         async countLarge(encoding, requestId, text, onProgress, budgetMs) {
-          const count = await counter(encoding);
-          const started = performance.now();
-          let total = 0;
-          let at = 0;
+          running.add(requestId);
           try {
+            const count = await counter(encoding);
+            const started = performance.now();
+            let total = 0;
+            let at = 0;
             do {
               if (cancelled.has(requestId)) throw abortError(requestId);
               const { tokens, end } = count.window(text, at, WINDOW_CHARS);
@@ -152,11 +156,12 @@ export function createEngineHost(loaders: EncodingLoaders): EngineHost {
             } while (at < text.length);
             return total;
           } finally {
+            running.delete(requestId);
             cancelled.delete(requestId);
           }
         },
         cancel(requestId) {
-          cancelled.add(requestId);
+          if (running.has(requestId)) cancelled.add(requestId);
         },
       };
     },

@@ -145,6 +145,27 @@ describe('counting engine', () => {
     expect(await engine.countLarge('o200k_base', 'r4', SAMPLES.english!)).toBe(o200k.countTokens(SAMPLES.english!, plain));
   });
 
+  it('a cancel that arrives after its request finished, or for no request, stops nothing later', async () => {
+    const engine = createEngine();
+    const large = `${SAMPLES.english}\n`.repeat(2_000);
+    const expected = o200k.countTokens(large, plain);
+    expect(await engine.countLarge('o200k_base', 'r5', large)).toBe(expected);
+    // The tab's cancel crossed the answer; another cancel names an id never used.
+    engine.cancel('r5');
+    engine.cancel('r6');
+    expect(await engine.countLarge('o200k_base', 'r5', large)).toBe(expected);
+    expect(await engine.countLarge('o200k_base', 'r6', large)).toBe(expected);
+  });
+
+  it('a cancel while the encoding is still loading stops the request before its first window', async () => {
+    const engine = createEngine();
+    let windows = 0;
+    const running = engine.countLarge('o200k_base', 'r7', `${SAMPLES.english}\n`.repeat(2_000), () => (windows += 1));
+    engine.cancel('r7');
+    await expect(running).rejects.toMatchObject({ name: 'AbortError' });
+    expect(windows).toBe(0);
+  });
+
   it('loads each encoding once per host, however many connections and calls ask for it', async () => {
     let loads = 0;
     const host = createEngineHost({
