@@ -6,8 +6,10 @@
  * row can be anything. A bad row gives `schema/invalid` naming the table,
  * the key and the field; other rows stay readable.
  *
- * Versions: each Dexie version below is kept forever; a schema change adds
- * a new version with an upgrade function, never edits an old one.
+ * Versions: `STORES` is the current version's full schema. A change that
+ * only adds or drops indexes or tables edits it and bumps `SCHEMA_VERSION`;
+ * a change that rewrites rows adds a version with an upgrade function,
+ * which is then kept forever (see STORES).
  */
 import { Dexie, type EntityTable, type Table } from 'dexie';
 import * as z from 'zod/mini';
@@ -174,14 +176,22 @@ export type TabulaDb = Dexie & {
 /** The current schema version; bump it with a new `db.version(n)` below. */
 export const SCHEMA_VERSION = 2;
 
-/** Version 1 of the stores, kept verbatim: Dexie needs every version to upgrade old databases. */
-export const STORES_V1 = {
+/**
+ * The stores of the current version. Version 1 had neither `[userId+sessionId+status]` index (v2 added
+ * them, to find a session's streaming messages and running runs without scanning them all, for recovery
+ * after a tab closed mid-stream or mid-run). Dexie (3 and later) upgrades from whatever version is
+ * installed by comparing the stores it finds with these, so a version that only adds indexes needs no
+ * declaration of its own: only a version with an `upgrade()` function (one that changes rows) must be
+ * kept. Declaring one version instead of two halves the cost of building the Dexie instance, which
+ * every `openTabula()` pays.
+ */
+export const STORES = {
   sessions: '[userId+sessionId], [userId+updatedAt]',
-  messages: '[userId+sessionId+id], [userId+sessionId+order]',
+  messages: '[userId+sessionId+id], [userId+sessionId+order], [userId+sessionId+status]',
   journal: 'id, [userId+sessionId+order]',
   notes: 'id, [userId+sessionId+order]',
   memory: '[userId+sessionId+scope+key], [userId+sessionId+scope]',
-  runs: 'runId, [userId+sessionId+scope]',
+  runs: 'runId, [userId+sessionId+scope], [userId+sessionId+status]',
   checkpoints: 'id, [userId+sessionId]',
   outbox: '++seq',
   meta: 'key',
@@ -194,13 +204,7 @@ export function createDb(name: string): TabulaDb {
   // a BroadcastChannel of its own) would only add work to each write.
   const db = new Dexie(name, { cache: 'disabled' }) as TabulaDb;
   db.unuse({ stack: 'dbcore', name: 'Observability' });
-  db.version(1).stores(STORES_V1);
-  // v2: find a session's streaming messages and running runs without scanning them all
-  // (recovery after a tab closed mid-stream or mid-run). Indexes only; rows are unchanged.
-  db.version(2).stores({
-    messages: '[userId+sessionId+id], [userId+sessionId+order], [userId+sessionId+status]',
-    runs: 'runId, [userId+sessionId+scope], [userId+sessionId+status]',
-  });
+  db.version(SCHEMA_VERSION).stores(STORES);
   return db;
 }
 

@@ -6,8 +6,21 @@
 import { Dexie } from 'dexie';
 import { describe, expect, it } from 'vitest';
 import { openTabula } from '../../../src/index.js';
-import { SCHEMA_VERSION, STORES_V1 } from '../../../src/store/schema.js';
+import { SCHEMA_VERSION } from '../../../src/store/schema.js';
 import { uniqueName } from './helpers.js';
+
+/** Version 1 of the stores, verbatim, as a v1 build of Tabula declared them. */
+const STORES_V1 = {
+  sessions: '[userId+sessionId], [userId+updatedAt]',
+  messages: '[userId+sessionId+id], [userId+sessionId+order]',
+  journal: 'id, [userId+sessionId+order]',
+  notes: 'id, [userId+sessionId+order]',
+  memory: '[userId+sessionId+scope+key], [userId+sessionId+scope]',
+  runs: 'runId, [userId+sessionId+scope]',
+  checkpoints: 'id, [userId+sessionId]',
+  outbox: '++seq',
+  meta: 'key',
+};
 
 const order = (ms: number) => `${String(ms).padStart(15, '0')}.000000.fixture`;
 
@@ -42,6 +55,12 @@ async function writeV1Fixture(name: string): Promise<void> {
   v1.close();
 }
 
+/** Every store of an open database with its primary key and indexes, as IndexedDB reports them. */
+const storesOf = (db: Dexie) =>
+  db.tables
+    .map((table) => [table.name, table.schema.primKey.src, table.schema.indexes.map((index) => index.src).sort()] as const)
+    .sort(([a], [b]) => a.localeCompare(b));
+
 describe('schema upgrade', () => {
   it(`opens a version-1 database under version ${SCHEMA_VERSION} with its data intact`, async () => {
     const name = uniqueName('v1');
@@ -64,6 +83,14 @@ describe('schema upgrade', () => {
     expect(raw.verno).toBe(SCHEMA_VERSION);
     const complete = await raw.table('messages').where('[userId+sessionId+status]').equals(['alice', 'old', 'complete']).count();
     expect(complete).toBe(2);
+    // The upgraded database has exactly the stores and indexes of one created by this version.
+    const fresh = uniqueName('fresh');
+    await (await openTabula({ name: fresh })).close();
+    const created = new Dexie(fresh);
+    await created.open();
+    expect(storesOf(raw)).toEqual(storesOf(created));
+    expect(storesOf(raw).map(([table]) => table)).toContain('outbox');
     raw.close();
+    created.close();
   });
 });
