@@ -386,7 +386,8 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     if (bySession.size > 0) {
       host.publish([...bySession.values()].map(({ kinds, ...change }) => ({ ...change, kinds: [...kinds] })));
     }
-    // After publishing, which forgets the rows of the sessions it names: these are the committed ones.
+    // After publishing, which forgets the rows of the sessions it names: these are the committed ones. A row
+    // written since (another tab, a local write) makes the next use retry once, never land a stale row.
     for (const { userId, sessionId, row } of settled) host.knownRows.set(userId, sessionId, row);
     return 'applied';
   };
