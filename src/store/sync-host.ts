@@ -8,6 +8,7 @@ import type * as Y from 'yjs';
 import type { TabulaError } from '../core/errors.js';
 import type { OpKind } from '../core/ops.js';
 import type { SaveConflictInfo } from './changes.js';
+import type { KnownRows } from './known-rows.js';
 import type { Locks } from './locks.js';
 import type { OutboxRow, TabulaDb } from './schema.js';
 
@@ -28,6 +29,12 @@ export interface SyncHost {
   isLocalOrder(order: string): Promise<boolean>;
   /** The user's blackboards. */
   readonly boards: SyncBoards;
+  /**
+   * The session rows this tab last saw committed (see known-rows.ts): a pulled page builds on them
+   * (`applyOps({ known })`, checked in its transaction), and records the rows it leaves after it has
+   * committed and published its change (publishing makes the store forget the rows it names).
+   */
+  readonly knownRows: KnownRows;
 }
 
 /** The user's blackboards, as the sync engine reads and writes them. */

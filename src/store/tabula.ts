@@ -157,6 +157,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
         }
       },
       boards: syncBoards(store, defaultUserId, boardNotices as BoardNotices),
+      knownRows: store.knownRows,
     });
   }
   // A change made elsewhere (another tab, sync) makes the row this tab knows stale: the next append reads it.

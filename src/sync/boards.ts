@@ -17,14 +17,32 @@ import type { TabulaDb } from '../store/schema.js';
 import type { SyncBoard } from '../store/sync-host.js';
 import { queueOutbox } from '../store/writer.js';
 
-/** The meta key of the snapshot of a board as queued for the server (base64 of `Y.encodeSnapshot`). */
-function queuedKey(userId: string, sessionId: string): string {
-  return `sync:board:${JSON.stringify([userId, sessionId])}`;
+/**
+ * The meta key of the snapshot of a board life as queued for the server (base64 of `Y.encodeSnapshot`).
+ * One per life: a re-created session's board is a new doc, and comparing it with the old life's snapshot
+ * would queue again what the server sent it. A board of a life with no name keeps the key it always had.
+ */
+function queuedKey(userId: string, sessionId: string, after: string | undefined): string {
+  return `sync:board:${JSON.stringify(after === undefined ? [userId, sessionId] : [userId, sessionId, after])}`;
 }
 
-async function readQueued(db: TabulaDb, key: string): Promise<Y.Snapshot> {
+/** The snapshot queued for the board's life, or null when none is (nothing of this life queued yet). */
+async function readQueued(db: TabulaDb, key: string): Promise<Y.Snapshot | null> {
   const stored = await db.meta.get(key);
-  return typeof stored?.value === 'string' ? Y.decodeSnapshot(fromBase64(stored.value)) : Y.emptySnapshot;
+  return typeof stored?.value === 'string' ? Y.decodeSnapshot(fromBase64(stored.value)) : null;
+}
+
+/**
+ * Stores the queued snapshot of a board life. The first one of a life drops those of the session's other
+ * lives: they ended (a board is opened for the current life only), and nothing else ever removes them.
+ */
+async function writeQueued(db: TabulaDb, userId: string, sessionId: string, key: string, snapshot: Y.Snapshot, first: boolean): Promise<void> {
+  if (first) {
+    // JSON escapes quotes inside strings, so this prefix matches this session's keys and no other's.
+    const prefix = `sync:board:${JSON.stringify([userId, sessionId]).slice(0, -1)}`;
+    await db.meta.where('key').startsWith(prefix).and((row) => row.key !== key).delete();
+  }
+  await db.meta.put({ key, value: toBase64(Y.encodeSnapshot(snapshot)) });
 }
 
 /**
@@ -32,15 +50,16 @@ async function readQueued(db: TabulaDb, key: string): Promise<Y.Snapshot> {
  * Deletions do not move a state vector, so "changed" compares snapshots (state vector and delete set).
  */
 export function queueBoard(db: TabulaDb, userId: string, sessionId: string, board: SyncBoard): Promise<boolean> {
-  const key = queuedKey(userId, sessionId);
+  const key = queuedKey(userId, sessionId, board.after);
   return db.transaction('rw', [db.outbox, db.meta], async () => {
-    const queued = await readQueued(db, key);
+    const stored = await readQueued(db, key);
+    const queued = stored ?? Y.emptySnapshot;
     const now = Y.snapshot(board.doc);
     if (Y.equalSnapshots(queued, now)) return false;
     const update = toBase64(Y.encodeStateAsUpdate(board.doc, Y.encodeStateVector(queued.sv)));
     // The update names the board's session life, so that no replica applies it to another life.
     await queueOutbox(db, [{ board: board.after === undefined ? { sessionId, update } : { sessionId, update, after: board.after } }]);
-    await db.meta.put({ key, value: toBase64(Y.encodeSnapshot(now)) });
+    await writeQueued(db, userId, sessionId, key, now, stored === null);
     return true;
   });
 }
@@ -85,14 +104,16 @@ export function updatesForLife(board: SyncBoard, updates: readonly PulledBoardUp
  * board's listeners say where they came from) and waits until they are
  * stored. The server has what it sent: when nothing of this device was
  * waiting to be queued, the queued snapshot moves along, so the update is
- * not sent back.
+ * not sent back. The snapshot is the board life's own, so this holds for a
+ * session deleted and created again too.
  */
 export async function applyRemoteBoard(db: TabulaDb, userId: string, sessionId: string, board: SyncBoard, updates: readonly Uint8Array[]): Promise<void> {
   const before = Y.snapshot(board.doc);
   Y.applyUpdate(board.doc, updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates([...updates]), REMOTE_ORIGIN);
   await board.flushed();
-  const key = queuedKey(userId, sessionId);
+  const key = queuedKey(userId, sessionId, board.after);
   await db.transaction('rw', db.meta, async () => {
-    if (Y.equalSnapshots(await readQueued(db, key), before)) await db.meta.put({ key, value: toBase64(Y.encodeSnapshot(Y.snapshot(board.doc))) });
+    const stored = await readQueued(db, key);
+    if (Y.equalSnapshots(stored ?? Y.emptySnapshot, before)) await writeQueued(db, userId, sessionId, key, Y.snapshot(board.doc), stored === null);
   });
 }

@@ -15,7 +15,7 @@
 import { TabulaError } from '../core/errors.js';
 import { safeParse } from '../core/validation.js';
 import type { Op, OpKind } from '../core/ops.js';
-import { applyOps, type SaveConflict } from '../store/apply.js';
+import { applyOps, StaleKnownRow, type ApplyOptions, type SaveConflict } from '../store/apply.js';
 import type { SaveConflictInfo } from '../store/changes.js';
 import { checkRow, sessionTables, type OutboxRow } from '../store/schema.js';
 import type { SyncAdapter, SyncEngine, SyncHost, SyncStatus } from '../store/sync-host.js';
@@ -324,18 +324,21 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     for (const [index, item] of page.items.entries()) if ('op' in item && item.op.kind === 'session.delete') deletedAt.set(item.op.sessionId, index);
     const boards = decodeBoardUpdates(boardItems.filter((item) => item.after !== undefined || (deletedAt.get(item.sessionId) ?? -1) < item.index));
     const conflicts: SaveConflict[] = [];
-    let applied: Op[];
-    try {
+    const settled: NonNullable<ApplyOptions['settled']> = [];
+    /** One transaction: the page's ops, the cursor check and move; on the session rows this tab knows, or read. */
+    const attempt = (known: boolean): Promise<Op[]> =>
       // A page of this client's own items only moves the cursor (a poke of its own push, mostly): no
       // reason to lock every session table for that.
-      applied = await db.transaction('rw', ops.length === 0 ? [db.meta] : sessionTables(db), async () => {
+      db.transaction('rw', ops.length === 0 ? [db.meta] : sessionTables(db), async () => {
+        conflicts.length = 0;
+        settled.length = 0;
         // The cursor is read, and moved, alongside applyOps' requests rather than before and after them
         // (IndexedDB runs a transaction's requests in order, so the read sees the old cursor): two round
         // trips less before the change shows. Items that do not continue the cursor abort the whole
         // transaction, applyOps and the move with it.
         const stored = from ? db.meta.get(CURSOR_KEY) : undefined;
         const moved = boards.size === 0 && page.cursor !== null ? db.meta.put({ key: CURSOR_KEY, value: page.cursor }) : undefined;
-        const [row, done] = await Promise.all([stored, applyOps(db, ops, conflicts), moved]);
+        const [row, done] = await Promise.all([stored, applyOps(db, ops, { conflicts, settled, ...(known ? { known: host.knownRows } : {}) }), moved]);
         if (from) {
           const cursor = cursorOf(row);
           if (cursor === page.cursor) throw new NotTaken('current');
@@ -343,6 +346,15 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
         }
         return done;
       });
+    let applied: Op[];
+    try {
+      try {
+        applied = await attempt(true);
+      } catch (error) {
+        // Another tab wrote a session since this tab last saw it: nothing landed; again, from the stored rows.
+        if (!(error instanceof StaleKnownRow)) throw error;
+        applied = await attempt(false);
+      }
     } catch (error) {
       if (error instanceof NotTaken) return error.outcome;
       throw error;
@@ -374,6 +386,9 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     if (bySession.size > 0) {
       host.publish([...bySession.values()].map(({ kinds, ...change }) => ({ ...change, kinds: [...kinds] })));
     }
+    // After publishing, which forgets the rows of the sessions it names: these are the committed ones. A row
+    // written since (another tab, a local write) makes the next use retry once, never land a stale row.
+    for (const { userId, sessionId, row } of settled) host.knownRows.set(userId, sessionId, row);
     return 'applied';
   };
 

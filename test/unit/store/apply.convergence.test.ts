@@ -20,7 +20,7 @@ function writer(clientId: string) {
 
 async function apply(db: TabulaDb, ops: Op[], conflicts?: SaveConflict[]): Promise<void> {
   await db.transaction('rw', sessionTables(db), async () => {
-    await applyOps(db, ops, conflicts);
+    await applyOps(db, ops, conflicts ? { conflicts } : {});
   });
 }
 

@@ -7,8 +7,11 @@
  * changes nothing, and a board update goes only to the session life it
  * was written in (no device ever shows an old life's board in a new one).
  */
+import { fromBase64 } from 'lib0/buffer';
 import { describe, expect, it, vi } from 'vitest';
+import * as Y from 'yjs';
 import { ApproxTokenCounter, type BlackboardChange, type JsonValue, type Tabula } from '../../../src/index.js';
+import { BLACKBOARD_MAP } from '../../../src/blackboard/index.js';
 import { createDb } from '../../../src/store/schema.js';
 import { tokenFor, uniqueUser } from '../../server/helpers.js';
 import { freshTabula, uniqueName } from '../store/helpers.js';
@@ -319,6 +322,48 @@ describe('httpSync: blackboards', () => {
       await synced.close();
       await joined.close();
       expect(await boardDatabases(synced.dbName)).toEqual([]);
+    });
+
+    // The snapshot of what was queued was kept per session, not per life: after a delete and a re-create,
+    // what the server sent of the new life was not recorded as the server's, and the next push sent it back.
+    it('what a device pulled of a re-created session\'s board is not pushed back with its own next write', { timeout: 60_000 }, async () => {
+      const server = startServer();
+      const alice = uniqueUser('alice');
+      const pushedBoards: Record<string, JsonValue>[] = [];
+      const recording: typeof fetch = async (input, init) => {
+        const request = new Request(input instanceof Request ? input : String(input), init);
+        if (new URL(request.url).pathname === '/v1/push') {
+          const body = (await request.clone().json()) as { items: { board?: { update: string } }[] };
+          for (const item of body.items) {
+            if (!item.board) continue;
+            const doc = new Y.Doc();
+            Y.applyUpdate(doc, fromBase64(item.board.update));
+            pushedBoards.push(doc.getMap<JsonValue>(BLACKBOARD_MAP).toJSON());
+          }
+        }
+        return server.fetch(request);
+      };
+      const one = await pausedDevice(alice, viaServer(server));
+      const two = await pausedDevice(alice, recording);
+      await writeBoard(one, { shared: 'first life' });
+      await two.sync?.flush();
+      expect(await boardOf(two)).toEqual({ shared: 'first life' });
+      await one.deleteSession('s');
+      await writeBoard(one, { fresh: 'second life' });
+      await two.sync?.flush();
+      expect(await boardOf(two)).toEqual({ fresh: 'second life' });
+
+      await writeBoard(two, { mine: 'from two' });
+      expect(pushedBoards).toEqual([{ mine: 'from two' }]);
+      await one.sync?.flush();
+      expect(await boardOf(one)).toEqual({ fresh: 'second life', mine: 'from two' });
+      // The ended life's snapshot went when the new life's was first written.
+      const db = createDb(two.dbName);
+      const snapshots = await db.meta.where('key').startsWith('sync:board:').count();
+      db.close();
+      expect(snapshots).toBe(1);
+      await one.close();
+      await two.close();
     });
 
     for (const newBoardFirst of [false, true]) {

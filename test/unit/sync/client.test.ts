@@ -6,6 +6,8 @@
  * token again (the seeded fuzz over a faulty network is fuzz.test.ts).
  */
 import { describe, expect, it } from 'vitest';
+import { createHlc, makeOp } from '../../../src/core/index.js';
+import { applyOps } from '../../../src/store/apply.js';
 import { createDb, sessionTables } from '../../../src/store/schema.js';
 import { httpSync } from '../../../src/sync/index.js';
 import { PrefixContext, type SessionChange, type Tabula } from '../../../src/index.js';
@@ -158,6 +160,46 @@ describe('httpSync', () => {
     expect(denied.sync?.status().state).toBe('unauthorized');
     await tabula.close();
     await denied.close();
+  });
+});
+
+describe('httpSync: pulled pages on the session rows this tab knows', () => {
+  // A pulled page builds on the session row this tab last saw committed, without reading it first. A
+  // row another tab wrote since (its notice not arrived yet: here it never comes) must not be the base
+  // of what lands: the stored row decides, and the page is applied again on it.
+  it('a session row written behind the leader\'s back is not overwritten by a page built on the row it knew', { timeout: 60_000 }, async () => {
+    const server = startServer();
+    const alice = uniqueUser('alice');
+    const one = await device(server, alice);
+    const two = await device(server, alice);
+    await (await one.session('chat')).append({ role: 'user', content: 'first' });
+    await one.sync?.flush();
+    await two.sync?.flush();
+    const seen = await two.session('chat');
+    expect(await seen.messageCount()).toBe(1);
+
+    // Another tab of device two appends through the one write path, and no notice reaches this Tabula.
+    const db = createDb(two.name);
+    const stored = await db.sessions.get([alice, 'chat']);
+    const order = createHlc({ clientId: 'othertab', wallClock: () => Date.now() + 1000 }).now();
+    const append = makeOp('message.append', {
+      id: 'other-tab-append',
+      userId: alice,
+      sessionId: 'chat',
+      order,
+      ...(stored?.after === undefined ? {} : { after: stored.after }),
+      body: { id: 'other-tab-message', createdAt: Date.now(), status: 'complete', message: { role: 'user', content: 'from another tab' } },
+    });
+    await db.transaction('rw', sessionTables(db), async () => applyOps(db, [append]));
+    db.close();
+
+    await (await one.session('chat')).append({ role: 'user', content: 'second' });
+    await one.sync?.flush();
+    await two.sync?.flush();
+    expect((await seen.messages()).map((m) => m.content)).toEqual(['first', 'second', 'from another tab']);
+    expect(await seen.messageCount()).toBe(3);
+    await one.close();
+    await two.close();
   });
 });
 
