@@ -58,7 +58,8 @@ export interface BoardRegistryOptions {
   onError: (error: TabulaError) => void;
   /**
    * The id of the session's current life, or undefined when it does not
-   * exist. Ids of later lives sort after earlier ones.
+   * exist. Each life has its own id; ids are compared for equality only
+   * (a later life's id may sort before an earlier one's).
    * @default every session has one life, ''
    */
   lifeOf?: (userId: string, sessionId: string) => Promise<string | undefined>;
@@ -117,16 +118,19 @@ function notifyLocalUpdates(entry: Entry, persistence: DocPersistence, notify: (
 
 export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistry {
   const entries = new Map<string, Entry>();
-  /** The latest ended life per session, so a board of it acquired late is born closed. */
-  const ended = new Map<string, string>();
+  /**
+   * The lives of each session known to have ended, so a board of one acquired late is born closed. A set,
+   * not the greatest: a life is named by the order of the create that made it on its replica, and a life
+   * pulled from another device can be named lower than one this device ended before it.
+   */
+  const ended = new Map<string, Set<string>>();
   const key = (userId: string, sessionId: string) => JSON.stringify([userId, sessionId]);
   const transport = options.transport ?? broadcastTransport;
   const lifeOf = options.lifeOf ?? (() => Promise.resolve(''));
   const lives = typeof BroadcastChannel === 'function' ? new BroadcastChannel(livesChannelName(options.name)) : null;
   const isEnded = (k: string, life: string | undefined) => {
     if (life === undefined) return true;
-    const last = ended.get(k);
-    return last !== undefined && life <= last;
+    return ended.get(k)?.has(life) ?? false;
   };
 
   const shut = async (k: string, entry: Entry, why: 'close' | 'delete') => {
@@ -204,8 +208,9 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
 
   const endLife = async (userId: string, sessionId: string, life: string, announce: boolean) => {
     const k = key(userId, sessionId);
-    const last = ended.get(k);
-    if (last === undefined || life > last) ended.set(k, life);
+    const endedLives = ended.get(k);
+    if (endedLives) endedLives.add(life);
+    else ended.set(k, new Set([life]));
     if (announce) lives?.postMessage({ v: 1, userId, sessionId, life } satisfies LifeEnded);
     const entry = entries.get(k);
     if (entry) {

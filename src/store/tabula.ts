@@ -366,9 +366,10 @@ function syncBoards(store: StoreContext, userId: string, notices: BoardNotices):
       const row = store.closed ? undefined : await db.sessions.get([userId, sessionId]);
       if (!row) return null;
       // A board of an earlier life may still be open here (a session handle holds it, and a delete pulled
-      // from another device ends it only once announced): acquire would hand it out. Its life is over.
+      // from another device ends it only once announced): acquire would hand it out. Its life is over: the
+      // stored row names the current one (lives are told apart by name, not ordered by it).
       const stale = store.boards.openLife(userId, sessionId);
-      if (stale !== undefined && stale < lifeOf(row)) await store.boards.destroy(userId, sessionId, stale);
+      if (stale !== undefined && stale !== lifeOf(row)) await store.boards.destroy(userId, sessionId, stale);
       const lease = store.boards.acquire(userId, sessionId);
       try {
         await lease.blackboard.whenLoaded;

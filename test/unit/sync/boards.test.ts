@@ -324,6 +324,31 @@ describe('httpSync: blackboards', () => {
       expect(await boardDatabases(synced.dbName)).toEqual([]);
     });
 
+    // A life is named by the order of the create that made it on this replica, and that order says nothing
+    // about which life came last: here the current life (device one's second re-create) was created before
+    // device zero's own life, which the pull ends. The registry took every life at or below the latest ended
+    // one as ended, so the current life's board was born closed (set() threw session/not-found, also from
+    // handles opened afterwards).
+    it('a pulled current life created before this device\'s own ended life gets a live board', { timeout: 60_000 }, async () => {
+      const server = startServer();
+      const alice = uniqueUser('alice');
+      const [zero, one] = [await pausedDevice(alice, viaServer(server)), await pausedDevice(alice, viaServer(server))];
+      await writeBoard(one, { life: 1 });
+      for (const life of [2, 3]) {
+        await one.deleteSession('s');
+        await writeBoard(one, { life });
+      }
+      // Device zero has pulled nothing: its own create of `s` is ordered after all of device one's.
+      await writeBoard(zero, { zero: 'own life' }, false);
+      await zero.sync?.flush();
+      await writeBoard(zero, { zero: 'current life' });
+      expect(await boardOf(zero)).toEqual({ life: 3, zero: 'current life' });
+      await one.sync?.flush();
+      expect(await boardOf(one)).toEqual({ life: 3, zero: 'current life' });
+      await zero.close();
+      await one.close();
+    });
+
     // The snapshot of what was queued was kept per session, not per life: after a delete and a re-create,
     // what the server sent of the new life was not recorded as the server's, and the next push sent it back.
     it('what a device pulled of a re-created session\'s board is not pushed back with its own next write', { timeout: 60_000 }, async () => {
