@@ -89,10 +89,26 @@ export interface MessageRow {
   createdAt: number;
   status: MessageStatus;
   message: Message;
-  /** Cached token counts by counter name. */
-  tokens: Record<string, number>;
+  /** Cached token counts by counter name; absent until the message is first counted. */
+  tokens?: Record<string, number>;
   /** Order key of the message.update that wrote status and message (absent: the append did). */
   updateOrder?: string;
+  /**
+   * 1 exactly while `status` is 'streaming', absent otherwise: the index on [userId+sessionId+streaming]
+   * then holds only unfinished streams (what crash recovery looks for), and a finished message (nearly
+   * all of them) costs no entry in it. IndexedDB leaves out of an index a row whose key path does not
+   * resolve. Set by {@link messageRow}.
+   */
+  streaming?: 1;
+}
+
+/**
+ * A message row with its `streaming` marker matching its status and no cached token counts (a new or
+ * changed message has none). Every write of a message row goes through here, so the marker never lies.
+ */
+export function messageRow(fields: Omit<MessageRow, 'streaming' | 'tokens'> & { tokens?: unknown; streaming?: unknown }): MessageRow {
+  const { tokens: _tokens, streaming: _streaming, ...row } = fields;
+  return fields.status === 'streaming' ? { ...row, streaming: 1 } : row;
 }
 
 export interface JournalRow {
@@ -172,7 +188,7 @@ export type TabulaDb = Dexie & {
 };
 
 /** The current schema version; bump it with a new `db.version(n)` below. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 4;
 
 /** Version 1 of the stores, kept verbatim: Dexie needs every version to upgrade old databases. */
 export const STORES_V1 = {
@@ -201,6 +217,19 @@ export function createDb(name: string): TabulaDb {
     messages: '[userId+sessionId+id], [userId+sessionId+order], [userId+sessionId+status]',
     runs: 'runId, [userId+sessionId+scope], [userId+sessionId+status]',
   });
+  // v3: streams are found through a sparse index (see MessageRow.streaming), which costs a write
+  // nothing for a finished message; the status index held an entry for every message, a third of the
+  // index writes of a bulk append. The rows still streaming get their marker, found by the status index
+  // one session at a time (v4 drops that index; Dexie drops an index before its version's upgrade runs).
+  db.version(3)
+    .stores({ messages: '[userId+sessionId+id], [userId+sessionId+order], [userId+sessionId+status], [userId+sessionId+streaming]' })
+    .upgrade(async (tx) => {
+      const sessions = (await tx.table('sessions').toCollection().primaryKeys()) as [string, string][];
+      for (const [userId, sessionId] of sessions) {
+        await tx.table('messages').where('[userId+sessionId+status]').equals([userId, sessionId, 'streaming']).modify({ streaming: 1 });
+      }
+    });
+  db.version(4).stores({ messages: '[userId+sessionId+id], [userId+sessionId+order], [userId+sessionId+streaming]' });
   return db;
 }
 
@@ -287,9 +316,16 @@ const rowSchemas = {
     createdAt: z.number(),
     status: MessageStatusSchema,
     message: MessageSchema,
-    tokens: z.record(z.string(), z.number()),
+    tokens: z.optional(z.record(z.string(), z.number())),
     updateOrder: z.optional(z.string()),
-  }),
+    streaming: z.optional(z.literal(1)),
+  }).check(
+    // A streaming row without its marker would be invisible to crash recovery (see MessageRow.streaming).
+    z.refine((row) => (row.streaming === 1) === (row.status === 'streaming'), {
+      path: ['streaming'],
+      message: "expected 1 exactly when status is 'streaming' (the marker the stream index reads)",
+    }),
+  ),
   journal: z.object({ id: z.string(), userId: z.string(), sessionId: z.string(), order: OrderSchema, entry: JsonValueSchema }),
   notes: z.object({
     id: z.string(),

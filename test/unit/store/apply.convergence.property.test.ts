@@ -15,7 +15,7 @@ import { createHlc, hlcOf, subOrder, type Op, type OpBody, type OpKind } from '.
 import { applyOps } from '../../../src/store/apply.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/schema.js';
 import { fcParams } from '../seed.js';
-import { uniqueName, withoutLife } from './helpers.js';
+import { expectStreamIndexExact, uniqueName, withoutLife } from './helpers.js';
 
 type Action =
   | { kind: 'append'; streaming: boolean }
@@ -156,6 +156,7 @@ async function contents(db: TabulaDb): Promise<Record<string, unknown>> {
     if (table.name === 'outbox') continue;
     out[table.name] = (await table.toArray()).map(withoutLife);
   }
+  await expectStreamIndexExact(db);
   db.close();
   return out;
 }
