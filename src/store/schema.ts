@@ -323,7 +323,7 @@ const rowSchemas = {
     // A streaming row without its marker would be invisible to crash recovery (see MessageRow.streaming).
     z.refine((row) => (row.streaming === 1) === (row.status === 'streaming'), {
       path: ['streaming'],
-      message: "expected 1 exactly when status is 'streaming' (the marker the stream index reads)",
+      message: "expected 1 exactly when status is 'streaming'",
     }),
   ),
   journal: z.object({ id: z.string(), userId: z.string(), sessionId: z.string(), order: OrderSchema, entry: JsonValueSchema }),
