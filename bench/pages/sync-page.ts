@@ -230,7 +230,7 @@ async function rawBulkAdd(fromName: string, toName: string): Promise<number> {
   const rows = await source.messages.toArray();
   source.close();
   const target = new Dexie(toName);
-  target.version(1).stores({ messages: '[userId+sessionId+id], [userId+sessionId+order], [userId+sessionId+status]' });
+  target.version(1).stores({ messages: '[userId+sessionId+id], [userId+sessionId+order], [userId+sessionId+streaming]' });
   await target.open();
   const start = performance.now();
   await target.transaction('rw', target.table('messages'), () => target.table('messages').bulkAdd(rows));

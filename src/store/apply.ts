@@ -41,6 +41,7 @@ import {
   removedMessagePrefix,
   sessionRange,
   tombstoneKey,
+  messageRow,
   type MessageRow,
   sessionTables,
   type SessionRow,
@@ -188,17 +189,8 @@ function newSessionRow(op: Op & { kind: 'session.create' }): SessionRow {
   };
 }
 
-function messageRow(op: Op, body: OpBody<'message.append'>): MessageRow {
-  return {
-    id: body.id,
-    userId: op.userId,
-    sessionId: op.sessionId,
-    order: op.order,
-    createdAt: body.createdAt,
-    status: body.status,
-    message: body.message,
-    tokens: {},
-  };
+function appendedRow(op: Op, body: OpBody<'message.append'>): MessageRow {
+  return messageRow({ id: body.id, userId: op.userId, sessionId: op.sessionId, order: op.order, createdAt: body.createdAt, status: body.status, message: body.message });
 }
 
 /** A message's update register (see `messageUpdatesKey`): the latest update of each status. */
@@ -458,7 +450,7 @@ export function applyAppends(db: TabulaDb, slot: SessionSlot, ops: readonly Appe
     const before = { messageCount: row.messageCount, tokenTotals: { ...row.tokenTotals } };
     // add() refuses an id that is already stored (a replay, or twice in this batch: the first wins, as
     // in sequence); Dexie keeps the transaction alive when the BulkError is caught.
-    const added = db.messages.bulkAdd(adds.map((op) => messageRow(op, op.body)));
+    const added = db.messages.bulkAdd(adds.map((op) => appendedRow(op, op.body)));
     // The session row goes with the messages, in the same round trip, counted as if every add lands: waiting
     // for the adds first costs one more round trip to IndexedDB per append. A refused add is taken back
     // below, and flushSlot writes the row again; all of it in this transaction, so it lands whole or not at all.
@@ -586,7 +578,7 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       if (!current) {
         // The update came first: it carries what the append would have stored (older ops do not).
         if (order === undefined || createdAt === undefined || order < row.clearedBefore) return false;
-        await db.messages.add({ id, userId: op.userId, sessionId: op.sessionId, order, createdAt, status, message, tokens: {}, updateOrder: op.order });
+        await db.messages.add(messageRow({ id, userId: op.userId, sessionId: op.sessionId, order, createdAt, status, message, updateOrder: op.order }));
         row.messageCount += 1;
         invalidateTotals(row, order);
         break;
@@ -596,7 +588,7 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       // A final status beats 'streaming' and 'complete' beats 'interrupted'; within one status the later update wins.
       const rank = STATUS_RANK[status] - STATUS_RANK[current.status];
       if (rank < 0 || (rank === 0 && op.order <= (current.updateOrder ?? current.order))) return false;
-      await db.messages.put({ ...current, status, message, tokens: {}, updateOrder: op.order });
+      await db.messages.put(messageRow({ ...current, status, message, updateOrder: op.order }));
       invalidateTotals(row, current.order);
       break;
     }
@@ -714,12 +706,13 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
         // ordered before the restore cannot drop them, and appends still follow them.
         await db.messages.bulkPut(
           snapshot.messages.map((m, index) => {
-            const copy: MessageRow = { ...m, order: subOrder(op.order, index), userId: op.userId, sessionId: op.sessionId, tokens: {} };
+            const copy: MessageRow = { ...m, order: subOrder(op.order, index), userId: op.userId, sessionId: op.sessionId };
             const original = originals[index];
             // Rows written before update registers existed carry their last update themselves.
             const carried = original?.updateOrder === undefined || original.updateOrder <= op.order ? copy : { ...copy, status: original.status, message: original.message, updateOrder: original.updateOrder };
             // The register also holds updates applied to an original a clear has dropped since, or that arrived when no row was there.
-            return withLaterUpdates(carried, registers[index]?.value as UpdateRegister | undefined);
+            // Its status is known only now: the stream marker follows it.
+            return messageRow(withLaterUpdates(carried, registers[index]?.value as UpdateRegister | undefined));
           }),
         );
         row.clearedBefore = op.order;

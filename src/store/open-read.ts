@@ -29,9 +29,10 @@ export interface SessionOpenRead {
   readonly unfinished: Unfinished;
 }
 
-// Dexie names a compound index after its key paths; these are schema version 2's (schema.ts).
+// Dexie names a compound index after its key paths (schema.ts). Streams are found through the sparse
+// index of schema version 3: only rows still streaming carry the `streaming` marker (1) it reads.
 const RUNS_BY_STATUS = '[userId+sessionId+status]';
-const MESSAGES_BY_STATUS = '[userId+sessionId+status]';
+const STREAMING_MESSAGES = '[userId+sessionId+streaming]';
 
 const succeeded = <T>(request: IDBRequest<T>): Promise<T> =>
   new Promise((resolve, reject) => {
@@ -43,7 +44,7 @@ const succeeded = <T>(request: IDBRequest<T>): Promise<T> =>
 export async function findUnfinished(db: TabulaDb, userId: string, sessionId: string): Promise<Unfinished> {
   const [runs, streams] = await Promise.all([
     db.runs.where(RUNS_BY_STATUS).equals([userId, sessionId, 'running']).toArray(),
-    db.messages.where(MESSAGES_BY_STATUS).equals([userId, sessionId, 'streaming']).toArray(),
+    db.messages.where(STREAMING_MESSAGES).equals([userId, sessionId, 1]).toArray(),
   ]);
   return { runs, streams };
 }
@@ -60,7 +61,7 @@ export async function readSessionOpen(db: TabulaDb, userId: string, sessionId: s
   const [row, runs, streams] = await Promise.all([
     succeeded<unknown>(tx.objectStore('sessions').get([userId, sessionId])),
     succeeded(tx.objectStore('runs').index(RUNS_BY_STATUS).getAll([userId, sessionId, 'running']) as IDBRequest<RunRow[]>),
-    succeeded(tx.objectStore('messages').index(MESSAGES_BY_STATUS).getAll([userId, sessionId, 'streaming']) as IDBRequest<MessageRow[]>),
+    succeeded(tx.objectStore('messages').index(STREAMING_MESSAGES).getAll([userId, sessionId, 1]) as IDBRequest<MessageRow[]>),
   ]);
   return { row, unfinished: { runs, streams } };
 }

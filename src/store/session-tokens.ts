@@ -48,14 +48,14 @@ export async function countSessionTokens({ store, userId, sessionId, label, read
   }
   for (const r of rows) checkRow('messages', [r.userId, r.sessionId, r.id], r);
 
-  const uncached = rows.filter((r) => r.tokens[counter.name] === undefined);
+  const uncached = rows.filter((r) => r.tokens?.[counter.name] === undefined);
   const measures = await countEach(counter, uncached.map((r) => r.message));
   uncached.forEach((r, i) => {
     r.tokens = { ...r.tokens, [counter.name]: (measures[i] as TokenMeasure).tokens };
   });
 
   let messagesTotal = cached?.total ?? 0;
-  for (const r of rows) messagesTotal += r.tokens[counter.name] as number;
+  for (const r of rows) messagesTotal += r.tokens?.[counter.name] as number;
   const prefixTokens = await counter.count(new PrefixContext(row.prefix).asMessages());
 
   const last = rows.at(-1);
@@ -97,8 +97,8 @@ async function saveTotals(
     for (const r of counted) {
       const current = await db.messages.get([userId, sessionId, r.id]);
       // Cache only if the message is unchanged since it was counted (a streaming message may have grown).
-      if (current && current.tokens[counter.name] === undefined && JSON.stringify(current.message) === JSON.stringify(r.message)) {
-        await db.messages.put({ ...current, tokens: { ...current.tokens, [counter.name]: r.tokens[counter.name] as number } });
+      if (current && current.tokens?.[counter.name] === undefined && JSON.stringify(current.message) === JSON.stringify(r.message)) {
+        await db.messages.put({ ...current, tokens: { ...current.tokens, [counter.name]: r.tokens?.[counter.name] as number } });
       }
     }
     const before = seen.tokenTotals[counter.name];

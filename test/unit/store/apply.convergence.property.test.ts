@@ -16,7 +16,7 @@ import { applyOps, StaleKnownRow, type ApplyOptions } from '../../../src/store/a
 import { createKnownRows } from '../../../src/store/known-rows.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/schema.js';
 import { fcParams } from '../seed.js';
-import { uniqueName, withoutLife } from './helpers.js';
+import { expectStreamIndexExact, uniqueName, withoutLife } from './helpers.js';
 
 type Action =
   | { kind: 'append'; streaming: boolean }
@@ -157,6 +157,7 @@ async function contents(db: TabulaDb): Promise<Record<string, unknown>> {
     if (table.name === 'outbox') continue;
     out[table.name] = (await table.toArray()).map(withoutLife);
   }
+  await expectStreamIndexExact(db);
   db.close();
   return out;
 }

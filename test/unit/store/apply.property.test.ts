@@ -12,7 +12,7 @@ import { createHlc, type Op, type OpBody, type OpKind } from '../../../src/core/
 import { applyOps } from '../../../src/store/apply.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/schema.js';
 import { fcParams, testSeed } from '../seed.js';
-import { freshTabula, uniqueName, withoutLife } from './helpers.js';
+import { expectStreamIndexExact, freshTabula, uniqueName, withoutLife } from './helpers.js';
 
 type Action =
   | { kind: 'append'; text: string }
@@ -142,6 +142,7 @@ async function snapshot(db: TabulaDb, withMeta = false): Promise<unknown> {
   const tables = sessionTables(db).filter((t) => t.name !== 'outbox' && (withMeta || t.name !== 'meta'));
   const out: Record<string, unknown> = {};
   for (const table of tables) out[table.name] = (await table.toArray()).map(withoutLife);
+  await expectStreamIndexExact(db);
   return out;
 }
 

@@ -37,7 +37,6 @@ describe('corrupt rows', () => {
       createdAt: 1,
       status: 'complete',
       message: { role: 'user', content: 42 },
-      tokens: {},
     });
     await session.append({ role: 'assistant', content: 'later' });
 

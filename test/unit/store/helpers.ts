@@ -1,4 +1,6 @@
+import { expect } from 'vitest';
 import { openTabula, type OpenTabulaOptions, type Tabula } from '../../../src/index.js';
+import { checkRow, type TabulaDb } from '../../../src/store/schema.js';
 
 let counter = 0;
 
@@ -33,4 +35,16 @@ export async function waitFor(condition: () => boolean, timeoutMs = 2000): Promi
 export function withoutLife<T extends object>(row: T): Omit<T, 'life'> {
   const { life: _life, ...rest } = row as T & { life?: unknown };
   return rest;
+}
+
+/**
+ * Checks the stream marker of every message row (MessageRow.streaming): each row reads back valid, and
+ * the sparse stream index, which crash recovery reads, lists exactly the rows whose status is 'streaming'.
+ */
+export async function expectStreamIndexExact(db: TabulaDb): Promise<void> {
+  const rows = await db.messages.toArray();
+  for (const row of rows) checkRow('messages', [row.userId, row.sessionId, row.id], row);
+  const indexed = await db.messages.orderBy('[userId+sessionId+streaming]').primaryKeys();
+  const streaming = rows.filter((row) => row.status === 'streaming').map((row) => JSON.stringify([row.userId, row.sessionId, row.id]));
+  expect(indexed.map((key) => JSON.stringify(key)).sort()).toEqual(streaming.sort());
 }

@@ -9,7 +9,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { readSessionOpen } from '../../../src/store/open-read.js';
-import { createDb, type MessageRow, type RunRow } from '../../../src/store/schema.js';
+import { createDb, messageRow, type MessageRow, type RunRow } from '../../../src/store/schema.js';
 import { fcParams, TEST_SEED } from '../seed.js';
 import { freshTabula, uniqueName } from './helpers.js';
 
@@ -26,16 +26,8 @@ const run = (runId: string, sessionId: string, status: RunRow['status']): RunRow
   endedAt: status === 'running' ? null : 2,
 });
 
-const message = (id: string, sessionId: string, status: MessageRow['status']): MessageRow => ({
-  id,
-  userId: 'u',
-  sessionId,
-  order: `000000000000001.000000.${id}`,
-  createdAt: 1,
-  status,
-  message: { role: 'assistant', content: id },
-  tokens: {},
-});
+const message = (id: string, sessionId: string, status: MessageRow['status']): MessageRow =>
+  messageRow({ id, userId: 'u', sessionId, order: `000000000000001.000000.${id}`, createdAt: 1, status, message: { role: 'assistant', content: id } });
 
 const ids = (rows: readonly { id?: string; runId?: string }[]) => rows.map((row) => row.id ?? row.runId).sort();
 
@@ -89,7 +81,8 @@ describe('a new instance never reads a stream a crashed instance left behind (pr
           await crashed.close();
           const streaming = new Set(streamingPicks.map((pick) => written[pick % count]!.id));
           const raw = createDb(name);
-          for (const id of streaming) await raw.messages.update(['u', 's', id], { status: 'streaming' });
+          // As a stream leaves its row: status 'streaming' with the marker the stream index reads.
+          for (const id of streaming) await raw.messages.update(['u', 's', id], { status: 'streaming', streaming: 1 });
           await raw.runs.bulkPut(Array.from({ length: runningRuns }, (_, i) => run(`orphan-${i}`, 's', 'running')));
           raw.close();
 

@@ -1,12 +1,13 @@
 /**
- * A database written by schema version 1 opens under the current version
- * with every row intact and the new indexes usable. The fixture is built
- * with the version-1 store definitions, as a v1 build of Tabula wrote it.
+ * A database written by schema version 1 (or 2) opens under the current
+ * version with every row intact and the new indexes usable. The fixtures
+ * are built with the old store definitions, as an old build of Tabula wrote
+ * them.
  */
 import { Dexie } from 'dexie';
 import { describe, expect, it } from 'vitest';
 import { openTabula } from '../../../src/index.js';
-import { SCHEMA_VERSION } from '../../../src/store/schema.js';
+import { SCHEMA_VERSION, checkRow, createDb } from '../../../src/store/schema.js';
 import { uniqueName } from './helpers.js';
 
 /** Version 1 of the stores, verbatim, as a v1 build of Tabula declared them. */
@@ -81,8 +82,9 @@ describe('schema upgrade', () => {
     const raw = new Dexie(name);
     await raw.open();
     expect(raw.verno).toBe(SCHEMA_VERSION);
-    const complete = await raw.table('messages').where('[userId+sessionId+status]').equals(['alice', 'old', 'complete']).count();
-    expect(complete).toBe(2);
+    // Version 4 dropped the status index; the stream index is empty once recovery finished the stream.
+    expect(Object.keys(raw.table('messages').schema.idxByName).sort()).toEqual(['[userId+sessionId+order]', '[userId+sessionId+streaming]']);
+    expect(await raw.table('messages').where('[userId+sessionId+streaming]').equals(['alice', 'old', 1]).count()).toBe(0);
     // The upgraded database has exactly the stores and indexes of one created by this version.
     const fresh = uniqueName('fresh');
     await (await openTabula({ name: fresh })).close();
@@ -92,5 +94,52 @@ describe('schema upgrade', () => {
     expect(storesOf(raw).map(([table]) => table)).toContain('outbox');
     raw.close();
     created.close();
+  });
+
+  it('marks the messages a version-2 database holds as streaming, in every session, and only those', async () => {
+    const name = uniqueName('v2');
+    const v2 = new Dexie(name);
+    // Version 2's stores as a v2 build declared them.
+    v2.version(1).stores(STORES_V1);
+    v2.version(2).stores({
+      messages: '[userId+sessionId+id], [userId+sessionId+order], [userId+sessionId+status]',
+      runs: 'runId, [userId+sessionId+scope], [userId+sessionId+status]',
+    });
+    await v2.open();
+    await v2.table('sessions').bulkPut(['a', 'b', 'c'].map((sessionId) => ({ userId: 'alice', sessionId })));
+    const row = (sessionId: string, id: string, status: string) => ({
+      id,
+      userId: 'alice',
+      sessionId,
+      order: order(Number(id.slice(1))),
+      createdAt: 1,
+      status,
+      message: { role: 'assistant', content: id },
+      tokens: {},
+    });
+    await v2.table('messages').bulkPut([
+      row('a', 'm1', 'complete'),
+      row('a', 'm2', 'streaming'),
+      row('a', 'm3', 'interrupted'),
+      row('a', 'm4', 'streaming'),
+      row('b', 'm5', 'streaming'),
+      row('c', 'm6', 'complete'),
+    ]);
+    v2.close();
+
+    // Upgraded without a Tabula, so recovery has not touched the streams yet.
+    const db = createDb(name);
+    await db.open();
+    try {
+      expect(db.verno).toBe(SCHEMA_VERSION);
+      const marked = await db.messages.where('[userId+sessionId+streaming]').between(['alice', Dexie.minKey, 1], ['alice', Dexie.maxKey, 1]).primaryKeys();
+      expect(marked.map(([, sessionId, id]) => `${sessionId}/${id}`).sort()).toEqual(['a/m2', 'a/m4', 'b/m5']);
+      // Every row reads back valid: the marker matches the status, and the others are unchanged.
+      const rows = await db.messages.toArray();
+      for (const stored of rows) expect(checkRow('messages', stored.id, stored)).toBe(stored);
+      expect(rows.filter((stored) => stored.streaming === undefined).map((stored) => stored.id).sort()).toEqual(['m1', 'm3', 'm6']);
+    } finally {
+      db.close();
+    }
   });
 });

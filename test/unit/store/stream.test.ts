@@ -100,7 +100,7 @@ describe('session.stream', () => {
       createdAt: 1,
       status: 'streaming',
       message: { role: 'assistant', content: 'half an ans' },
-      tokens: {},
+      streaming: 1,
     });
     raw.close();
     const reopened = await tabula.session('s');
