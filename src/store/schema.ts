@@ -195,14 +195,14 @@ export const SCHEMA_VERSION = 4;
 /**
  * The stores of the current version (4). History: v2 added the `[userId+sessionId+status]` indexes, to
  * find a session's streaming messages and running runs without scanning them all (recovery after a tab
- * closed mid-stream or mid-run); v3 marked the streaming messages (see {@link MessageRow.streaming}) and v4
- * replaced the messages' status index with the sparse stream index, which costs a write nothing for a
- * finished message (the status index held an entry for every message: a third of a bulk append's index
- * writes).
+ * closed mid-stream or mid-run); v4 replaced the messages' status index with the sparse stream index
+ * (see {@link MessageRow.streaming}), which costs a write nothing for a finished message (the status index
+ * held an entry for every message: a third of a bulk append's index writes).
  *
  * Dexie (3 and later) upgrades from whatever version is installed by comparing the stores it finds with
- * the declared ones, so only a version with an `upgrade()` function (one that changes rows) must stay
- * declared: here v3. Every version declared is built on each `openTabula()`, so no other is.
+ * the declared ones, so only the current version is declared: every version declared is built on each
+ * `openTabula()`. A later version that rewrites rows adds its `upgrade()`; one that only changes indexes
+ * needs nothing more.
  */
 export const STORES = {
   sessions: '[userId+sessionId], [userId+updatedAt]',
@@ -216,12 +216,6 @@ export const STORES = {
   meta: 'key',
 } as const;
 
-/** Version 3: the status index is still there, for its upgrade to find the rows still streaming. */
-const STORES_V3 = {
-  ...STORES,
-  messages: '[userId+sessionId+id], [userId+sessionId+order], [userId+sessionId+status], [userId+sessionId+streaming]',
-};
-
 /** Opens (creating or upgrading) the database. */
 export function createDb(name: string): TabulaDb {
   // Tabula announces its own changes (changes.ts) and runs no liveQuery: Dexie's query cache and its
@@ -229,17 +223,12 @@ export function createDb(name: string): TabulaDb {
   // a BroadcastChannel of its own) would only add work to each write.
   const db = new Dexie(name, { cache: 'disabled' }) as TabulaDb;
   db.unuse({ stack: 'dbcore', name: 'Observability' });
-  // The rows still streaming get their marker, found by the status index one session at a time. It takes
-  // a version of its own because Dexie drops an index before its version's upgrade runs.
-  db.version(3)
-    .stores(STORES_V3)
-    .upgrade(async (tx) => {
-      const sessions = (await tx.table('sessions').toCollection().primaryKeys()) as [string, string][];
-      for (const [userId, sessionId] of sessions) {
-        await tx.table('messages').where('[userId+sessionId+status]').equals([userId, sessionId, 'streaming']).modify({ streaming: 1 });
-      }
-    });
-  db.version(SCHEMA_VERSION).stores(STORES);
+  db.version(SCHEMA_VERSION)
+    .stores(STORES)
+    // From v2 and earlier: the rows still streaming get their marker. Dexie drops the status index that
+    // could find them before this runs, so it reads every message once, on the first open after the update;
+    // keeping an intermediate version for the index would cost every open from then on.
+    .upgrade((tx) => tx.table('messages').filter((row: { status?: unknown }) => row.status === 'streaming').modify({ streaming: 1 }));
   return db;
 }
 
