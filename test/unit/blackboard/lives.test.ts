@@ -171,7 +171,7 @@ describe('isLifeEnded', () => {
       { v: 1, userId: ['u'], sessionId: 's', life: '' },
       { v: 1, userId: 'u', sessionId: 2, life: '' },
     ]) {
-      expect(isLifeEnded(raw), JSON.stringify(raw) ?? String(raw)).toBe(false);
+      expect(isLifeEnded(raw), JSON.stringify(raw) ?? typeof raw).toBe(false);
     }
   });
 });
