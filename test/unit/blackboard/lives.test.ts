@@ -62,6 +62,7 @@ describe('boardLivesOnDisk', () => {
       blackboardDatabaseName(name, 'u', 's2'),
       blackboardDatabaseName(name, 'u2', 's'),
       `${prefix}a1:other`,
+      `${prefix}a1-exported-copy`,
       `${prefix}:blackboard`,
       `${prefix}x:y:blackboard`,
       `blackboard:${prefix}`,
