@@ -9,7 +9,7 @@
 import * as Y from 'yjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { persistDoc } from '../../../src/blackboard/persistence.js';
-import { blackboardDatabaseName, boardLivesOnDisk } from '../../../src/blackboard/lives.js';
+import { blackboardDatabaseName, boardLivesOnDisk, deleteDocDatabase } from '../../../src/blackboard/lives.js';
 import { createBoardRegistry, type BoardRegistryOptions } from '../../../src/blackboard/registry.js';
 import { REMOTE_ORIGIN, isTabulaError, type Blackboard, type BlackboardChange, type TabTransport, type TabulaError } from '../../../src/index.js';
 import { uniqueName, waitFor } from '../store/helpers.js';
@@ -102,8 +102,57 @@ describe('board registry: lives', () => {
     // Ending an older life later does not close the newer one.
     await tab.destroy('u', 's', 'a');
     expect(writeRefusal(fresh)).toBeNull();
+    // ...nor does it reopen 'b': the latest ended life is what counts.
+    const again = tab.acquire('u', 't');
+    await again.blackboard.whenLoaded;
+    await tab.destroy('u', 't', 'b');
+    await tab.destroy('u', 't', 'a');
+    await again.release();
+    life = 'b';
+    const reopened = tab.acquire('u', 't').blackboard;
+    await reopened.whenLoaded;
+    expect(writeRefusal(reopened)).toBe('session/not-found');
     await tab.close();
     expect(tab.errors).toEqual([]);
+  });
+
+  it('destroy() of no life (the session did not exist) deletes nothing', async () => {
+    const name = uniqueName('reg');
+    const tab = registry(name);
+    const lease = tab.acquire('u', 's');
+    await lease.blackboard.whenLoaded;
+    lease.blackboard.set('k', 1);
+    await lease.blackboard.flushed();
+    await tab.destroy('u', 's', undefined);
+    expect(writeRefusal(lease.blackboard)).toBeNull();
+    expect(await boardLivesOnDisk(name, 'u', 's')).toEqual(['']);
+    await tab.close();
+  });
+
+  it('a board whose database another connection deletes (without an announcement) closes as deleted', async () => {
+    const name = uniqueName('reg');
+    const tab = registry(name);
+    const board = tab.acquire('u', 's').blackboard;
+    await board.whenLoaded;
+    await deleteDocDatabase(blackboardDatabaseName(name, 'u', 's'));
+    await waitFor(() => writeRefusal(board) !== null);
+    expect(writeRefusal(board)).toBe('session/not-found');
+    await tab.close();
+    expect(tab.errors).toEqual([]);
+  });
+
+  it('says why a board refuses: the session deleted, or the board closed', async () => {
+    const tab = registry(uniqueName('reg'));
+    const closed = tab.acquire('u', 'c');
+    await closed.release();
+    expect(() => closed.blackboard.set('k', 1)).toThrow('The blackboard of session "c" is closed; open the session again.');
+    const deleted = tab.acquire('u', 'd').blackboard;
+    await deleted.whenLoaded;
+    await tab.destroy('u', 'd', '');
+    expect(() => deleted.set('k', 1)).toThrow(
+      'Session "d" of user "u" was deleted (here or in another tab), and its blackboard with it; open the session again with tabula.session() to start afresh.',
+    );
+    await tab.close();
   });
 
   it('a life ended in another tab closes this tab’s board of it, and of no other session', async () => {
@@ -186,17 +235,64 @@ describe('board registry: where changes come from, and what the sync client is t
     const there = registry(name);
     const board = here.acquire('u', 's').blackboard;
     const theirs = there.acquire('u', 's').blackboard;
-    await Promise.all([board.whenLoaded, theirs.whenLoaded]);
     const seen: BlackboardChange[] = [];
     board.observe((changes) => seen.push(...changes));
+    // An app's write on the doc before the board is connected to the other tabs is still this tab's.
+    board.doc.transact(() => board.doc.getMap('blackboard').set('early', 0), null);
+    await Promise.all([board.whenLoaded, theirs.whenLoaded]);
     board.set('mine', 1);
     board.doc.transact(() => board.doc.getMap('blackboard').set('app', 2), 'an app origin');
     board.doc.transact(() => board.doc.getMap('blackboard').set('app-null', 3), null);
     board.doc.transact(() => board.doc.getMap('blackboard').set('server', 4), REMOTE_ORIGIN);
     theirs.set('other-tab', 5);
     await waitFor(() => board.has('other-tab'));
-    expect(seen.map((c) => `${c.key}:${c.origin}`)).toEqual(['mine:local', 'app:local', 'app-null:local', 'server:remote', 'other-tab:tab']);
+    expect(seen.map((c) => `${c.key}:${c.origin}`)).toEqual(['early:local', 'mine:local', 'app:local', 'app-null:local', 'server:remote', 'other-tab:tab']);
     await Promise.all([here.close(), there.close()]);
+  });
+
+  it('reports a throwing listener through onError, naming the session, and the write stands', async () => {
+    const tab = registry(uniqueName('reg'));
+    const board = tab.acquire('u', 's').blackboard;
+    await board.whenLoaded;
+    const failure = new Error('listener bug');
+    board.observe(() => {
+      throw failure;
+    });
+    board.set('k', 1);
+    expect(board.get('k')).toBe(1);
+    expect(tab.errors).toEqual([
+      expect.objectContaining({ code: 'argument/invalid', message: 'A blackboard observe() listener of session "s" threw; the change was applied and the other listeners were called.', cause: failure }),
+    ]);
+    await tab.close();
+  });
+
+  it('tells the sync client once per stored batch: writes made while a flush is under way share the next call', async () => {
+    const name = uniqueName('reg');
+    const seed = registry(name);
+    const first = seed.acquire('u', 's');
+    await first.blackboard.whenLoaded;
+    first.blackboard.set('stored', 0);
+    await first.blackboard.flushed();
+    await seed.close();
+
+    const database = blackboardDatabaseName(name, 'u', 's');
+    const notices: Record<string, unknown>[] = [];
+    const reads: Promise<unknown>[] = [];
+    const tab = registry(name, { onLocalUpdate: () => reads.push(stored(database).then((board) => notices.push(board))) });
+    const board = tab.acquire('u', 's').blackboard;
+    // Loading the stored content is no change of this tab's.
+    await board.whenLoaded;
+    await board.flushed();
+    board.set('a', 1);
+    board.set('b', 2);
+    board.set('c', 3);
+    await waitFor(() => reads.length === 2);
+    await Promise.all(reads);
+    expect(notices).toEqual([expect.objectContaining({ stored: 0, a: 1 }), { stored: 0, a: 1, b: 2, c: 3 }]);
+    await board.flushed();
+    await tab.close();
+    expect(reads).toHaveLength(2);
+    expect(tab.errors).toEqual([]);
   });
 
   it('calls onLocalUpdate once this tab’s changes are stored, not for changes from another tab or the server', async () => {
