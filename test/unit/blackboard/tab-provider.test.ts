@@ -120,6 +120,11 @@ describe('TabSyncProvider', () => {
     expect(errors.every((e) => e.message.startsWith('Ignored a blackboard message from another tab: '))).toBe(true);
     expect(errors.at(-1)?.message).toBe('Ignored a blackboard message from another tab: unknown sync message type 7.');
     expect(errors.at(-1)?.cause).toBeUndefined();
+    // A frame that does not decode carries the decoder's error, for the console.
+    hub.inject({ v: 1, from: 'other', to: null, data: new Uint8Array([0]) });
+    expect(errors.at(-1)?.message).toBe('Ignored a blackboard message from another tab: it could not be decoded.');
+    expect(errors.at(-1)?.cause).toBeInstanceOf(Error);
+    errors.pop();
     hub.inject(good);
     expect(board.toJSON()).toEqual({ k: 1 });
   });
@@ -133,7 +138,10 @@ describe('TabSyncProvider', () => {
     expect(byDefault.sent().map((f) => [f.to, typeOf(f)])).toEqual([[null, syncProtocol.messageYjsSyncStep1]]);
     vi.advanceTimersByTime(10_000);
     expect(byDefault.sent()).toHaveLength(1);
+    expect(vi.getTimerCount()).toBe(1);
     byDefault.provider.close();
+    // Closing clears the interval (no timer left behind), not just silences it.
+    expect(vi.getTimerCount()).toBe(0);
     vi.advanceTimersByTime(30_000);
     expect(byDefault.sent()).toEqual([]);
 
@@ -149,8 +157,22 @@ describe('TabSyncProvider', () => {
 
   it('resyncs when the page becomes visible again, and stops listening once closed', () => {
     const page = Object.assign(new EventTarget(), { visibilityState: 'hidden' });
+    const listening = new Set<unknown>();
+    const add = page.addEventListener.bind(page);
+    const remove = page.removeEventListener.bind(page);
+    page.addEventListener = (type: string, listener: EventListenerOrEventListenerObject | null) => {
+      listening.add(`${type}`);
+      add(type, listener);
+    };
+    page.removeEventListener = (type: string, listener: EventListenerOrEventListenerObject | null) => {
+      listening.delete(`${type}`);
+      remove(type, listener);
+    };
     vi.stubGlobal('document', page);
-    const { provider, sent } = tab({ resyncIntervalMs: 0 });
+    const { provider, sent, doc } = tab({ resyncIntervalMs: 0 });
+    expect([...listening]).toEqual(['visibilitychange']);
+    const updateListeners = () => (doc as unknown as { _observers: Map<string, Set<unknown>> })._observers.get('update')?.size ?? 0;
+    const before = updateListeners();
     page.dispatchEvent(new Event('visibilitychange'));
     expect(sent()).toEqual([]);
     page.visibilityState = 'visible';
@@ -159,6 +181,9 @@ describe('TabSyncProvider', () => {
     provider.close();
     page.dispatchEvent(new Event('visibilitychange'));
     expect(sent()).toEqual([]);
+    // Nothing of the provider stays attached to the page or the doc.
+    expect([...listening]).toEqual([]);
+    expect(updateListeners()).toBe(before - 1);
   });
 
   it('once closed sends nothing, applies nothing, and closes its transport; closing twice is harmless', () => {
