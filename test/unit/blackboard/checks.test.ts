@@ -46,6 +46,10 @@ describe('blackboard argument checks', () => {
     }
   });
 
+  it('names the blackboard key when it refuses a key that would reach the prototype', () => {
+    expect(refusal(() => board().set('__proto__', 1), 'schema/invalid')).toMatch(/^blackboard key: .+\.$/);
+  });
+
   it('quotes a wrong string argument, cut after 40 characters', () => {
     const b = board();
     const forty = 'x'.repeat(40);

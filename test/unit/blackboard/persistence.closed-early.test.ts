@@ -99,7 +99,7 @@ describe('a board closed or deleted while it loads', () => {
           } else if (c.kind === 'flush' && held) awaited.push(held.blackboard.flushed());
           else if (c.kind === 'release' && held) awaited.push(held.release());
           else if (c.kind === 'destroy') awaited.push(tabs[c.tab]!.destroy('u', `s${c.session}`, ''));
-          else if (c.kind === 'wait') for (let i = 0; i < c.turns; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+          else if (c.kind === 'wait') for (let i = 0; i < c.turns; i++) await new Promise<void>((resolve) => setTimeout(resolve, 0)); // one macrotask turn (IndexedDB events run between)
         }
         // Closing a tab is the last thing that may happen while boards load.
         if (closeFirst) awaited.push(tabs[0]!.close());
