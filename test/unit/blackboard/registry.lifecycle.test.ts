@@ -116,6 +116,16 @@ describe('board registry: lives', () => {
     expect(tab.errors).toEqual([]);
   });
 
+  it('lives ended one after another: the latest counts', async () => {
+    const tab = registry(uniqueName('reg'), { lifeOf: () => Promise.resolve('b') });
+    await tab.destroy('u', 's', 'a');
+    await tab.destroy('u', 's', 'b');
+    const board = tab.acquire('u', 's').blackboard;
+    await board.whenLoaded;
+    expect(writeRefusal(board)).toBe('session/not-found');
+    await tab.close();
+  });
+
   it('destroy() of no life (the session did not exist) deletes nothing', async () => {
     const name = uniqueName('reg');
     const tab = registry(name);
