@@ -73,6 +73,36 @@ describe('Blackboard observe()', () => {
   });
 });
 
+describe('Blackboard views that close', () => {
+  it('a view built on a lease already closed hears nothing', () => {
+    const doc = new Y.Doc();
+    const lease = new AbortController();
+    lease.abort();
+    const view = createBlackboard({ doc, signal: lease.signal });
+    const seen: string[] = [];
+    view.observe((changes) => seen.push(...changes.map((c) => c.key)));
+    createBlackboard({ doc }).set('k', 1);
+    expect(seen).toEqual([]);
+  });
+
+  it('leaves nothing attached: closing removes its handlers from the doc, unsubscribing removes its abort listener', () => {
+    const doc = new Y.Doc();
+    const map = doc.getMap('blackboard') as unknown as { _eH: { l: unknown[] } };
+    const lease = new AbortController();
+    const view = createBlackboard({ doc, signal: lease.signal });
+    const before = map._eH.l.length;
+    const removed = vi.spyOn(lease.signal, 'removeEventListener');
+    const stop = view.observe(() => undefined);
+    view.observe(() => undefined);
+    expect(map._eH.l.length).toBe(before + 2);
+    stop();
+    expect(removed).toHaveBeenCalledWith('abort', stop);
+    expect(map._eH.l.length).toBe(before + 1);
+    lease.abort();
+    expect(map._eH.l.length).toBe(before);
+  });
+});
+
 describe('Blackboard over a bare Y.Doc', () => {
   it('is loaded and durable at once, exposes its doc, and keeps its data in the blackboard map', async () => {
     const doc = new Y.Doc();
@@ -83,6 +113,11 @@ describe('Blackboard over a bare Y.Doc', () => {
     board.set('k', [1]);
     expect(doc.getMap('blackboard').toJSON()).toEqual({ k: [1] });
     expect(board.get('missing')).toBeUndefined();
+    // toJSON() lists keys sorted, as keys() does, whatever order they were written in.
+    board.update({ z: 1, a: 2 });
+    expect(Object.keys(board.toJSON())).toEqual(['a', 'k', 'z']);
+    board.delete('z');
+    board.delete('a');
     const copy = board.toJSON();
     (copy.k as number[]).push(2);
     expect(board.get('k')).toEqual([1]);
