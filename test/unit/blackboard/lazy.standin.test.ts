@@ -87,6 +87,35 @@ describe('lazy registry: the stand-in board', () => {
     expect(errors).toEqual([]);
   });
 
+  it('keeps each session’s writes to its own board while loading, and lists keys sorted', async () => {
+    const { held, registry } = lazy();
+    const s = registry.acquire('u', 's').blackboard;
+    const t = registry.acquire('u', 't').blackboard;
+    const otherUser = registry.acquire('v', 's').blackboard;
+    s.update({ z: 1, a: 2 });
+    expect(Object.keys(s.toJSON())).toEqual(['a', 'z']);
+    expect(t.toJSON()).toEqual({});
+    expect(otherUser.toJSON()).toEqual({});
+    held.release();
+    await Promise.all([s.whenLoaded, t.whenLoaded, otherUser.whenLoaded]);
+    expect(t.toJSON()).toEqual({});
+    expect(s.toJSON()).toEqual({ a: 2, z: 1 });
+    await registry.close();
+  });
+
+  it('says what it refuses while loading, as the loaded board does', async () => {
+    const { held, registry } = lazy();
+    const lease = registry.acquire('u', 's');
+    const board = lease.blackboard;
+    expect(() => board.transact('x' as never)).toThrow('blackboard.transact() takes a function, got "x".');
+    expect(() => board.observe(1 as never)).toThrow('blackboard.observe() takes a listener function, got number 1.');
+    expect(() => board.doc).toThrow('The Y.Doc of session "s"\'s blackboard is there once `await session.blackboard.whenLoaded` has resolved (Yjs loads on the board\'s first use).');
+    await Promise.race([lease.release(), Promise.resolve()]);
+    expect(() => board.set('k', 1)).toThrow('The blackboard of session "s" is closed; open the session again.');
+    held.release();
+    await registry.close();
+  });
+
   it('reads see copies: changing a value read back changes nothing', () => {
     const { registry } = lazy();
     const board = registry.acquire('u', 's').blackboard;
