@@ -18,8 +18,9 @@ import { freshTabula, uniqueName } from '../store/helpers.js';
 
 describe('a board closed or deleted while it loads', () => {
   it('persistence: whenLoaded resolves and flushed() rejects with storage/closed when close() comes first', async () => {
-    const persistence = persistDoc(uniqueName('early'), new Y.Doc(), { onError: () => undefined });
-    const flushed = expect(persistence.flushed()).rejects.toMatchObject({ code: 'storage/closed' });
+    const name = uniqueName('early');
+    const persistence = persistDoc(name, new Y.Doc(), { onError: () => undefined });
+    const flushed = expect(persistence.flushed()).rejects.toMatchObject({ code: 'storage/closed', message: `The blackboard database "${name}" was closed before it loaded.` });
     await persistence.close();
     await expect(persistence.whenLoaded).resolves.toBeUndefined();
     await flushed;
