@@ -40,7 +40,7 @@ export interface Blackboard {
   transact(fn: () => void): void;
   /** Calls `listener` after each transaction that changed keys; returns the unsubscribe function. */
   observe(listener: (changes: BlackboardChange[]) => void): () => void;
-  /** Resolves once the board's stored content is loaded from IndexedDB. */
+  /** Resolves once the board's stored content is loaded from IndexedDB (at once if it closes, or its session is deleted, first). */
   readonly whenLoaded: Promise<void>;
   /** Resolves once every local change made so far is durable in IndexedDB. */
   flushed(): Promise<void>;

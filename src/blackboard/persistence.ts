@@ -19,7 +19,9 @@ const UPDATES = 'updates';
 
 export interface DocPersistence {
   readonly provider: IndexeddbPersistence;
+  /** Resolves once the stored content is loaded into the doc, or at close() if that comes first. */
   readonly whenLoaded: Promise<void>;
+  /** Resolves once every update stored before it is durable; `storage/closed` if closed before it loaded. */
   flushed(): Promise<void>;
   /** Merges the stored log into one row; returns the row counts before and after. */
   compact(): Promise<{ rowsBefore: number; rowsAfter: number }>;
@@ -67,8 +69,15 @@ export function persistDoc(name: string, doc: Y.Doc, options: PersistenceOptions
     provider._db.then((db) => db.addEventListener('versionchange', () => onDeleted()), () => undefined);
   }
 
+  // y-indexeddb never emits 'synced' once destroyed: a board closed (or its session deleted) while it
+  // loads would leave whenLoaded and flushed() pending forever. They wait for whichever comes first.
+  let markClosed!: () => void;
+  const closed = new Promise<void>((resolve) => (markClosed = resolve));
+  /** True once the stored content is loaded; false if close() came first. */
+  const synced: Promise<boolean> = Promise.race([provider.whenSynced.then(() => true), closed.then(() => false)]);
+
   const database = async (): Promise<IDBDatabase> => {
-    await provider.whenSynced;
+    if (!(await synced)) throw new TabulaError('storage/closed', `The blackboard database "${name}" was closed before it loaded.`);
     if (!provider.db) throw new TabulaError('storage/closed', `The blackboard database "${name}" is closed.`);
     return provider.db;
   };
@@ -114,7 +123,8 @@ export function persistDoc(name: string, doc: Y.Doc, options: PersistenceOptions
   };
 
   const whenLoaded = (async () => {
-    await provider.whenSynced;
+    // Closed before it loaded: nothing to load into a doc no one uses any more.
+    if (!(await synced)) return;
     try {
       if ((await rowCount()) > compactAboveRows) await compact();
     } catch (error) {
@@ -127,7 +137,6 @@ export function persistDoc(name: string, doc: Y.Doc, options: PersistenceOptions
     provider,
     whenLoaded,
     async flushed() {
-      await provider.whenSynced;
       const db = await database();
       // Strict durability: the barrier's commit is flushed to disk, and with it every write before it.
       const tx = db.transaction(UPDATES, 'readwrite', { durability: 'strict' });
@@ -137,6 +146,7 @@ export function persistDoc(name: string, doc: Y.Doc, options: PersistenceOptions
     compact,
     size,
     async close() {
+      markClosed();
       doc.off('update', guardedStore);
       await provider.destroy();
     },

@@ -162,6 +162,7 @@ describe('two docs joined by the tab provider', () => {
     expect(listenerErrors).toHaveLength(1);
     expect(errors.map((e) => e.message)).not.toContainEqual(expect.stringMatching(/could not be decoded/));
     expect(errors).toEqual([expect.objectContaining({ code: 'argument/invalid', message: expect.stringMatching(/observer of the blackboard doc threw/) as string })]);
+    expect(errors[0]?.cause).toEqual(new Error('doc observer bug'));
   });
 
   it('a late joiner catches up through the step-1/step-2 exchange', () => {

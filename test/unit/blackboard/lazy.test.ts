@@ -5,7 +5,7 @@
  * a slow chunk fetch would open: writes are checked, seen, reported, then
  * replayed into the Y.Doc and durable once flushed() resolves.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
 import { createLazyBoardRegistry, type BoardCode } from '../../../src/blackboard/lazy.js';
 import { blackboardDatabaseName } from '../../../src/blackboard/lives.js';
@@ -29,7 +29,16 @@ function heldLoad(): { load: BoardCode; release: () => void; calls: () => number
   };
 }
 
-const registryOptions = (name: string) => ({ name, peerId: `peer-${Math.random()}`, onError: (error: Error) => { throw error; } });
+/** What the registries reported; every test expects nothing (a throwing onError would crash the runner from a channel's message handler). */
+let reported: Error[] = [];
+beforeEach(() => {
+  reported = [];
+});
+afterEach(() => {
+  expect(reported).toEqual([]);
+});
+
+const registryOptions = (name: string) => ({ name, peerId: `peer-${Math.random()}`, onError: (error: Error) => void reported.push(error) });
 
 async function storedBoard(name: string): Promise<Record<string, unknown>> {
   const registry = createBoardRegistry(registryOptions(name));
@@ -164,17 +173,17 @@ describe('lazy blackboard registry', () => {
 
   it('a failed load is reported, and the next use of a board loads again and keeps what was written meanwhile', async () => {
     const name = uniqueName();
-    const reported: Error[] = [];
+    const failures: Error[] = [];
     let fail = true;
     const load: BoardCode = async () => {
       if (fail) throw new Error('chunk fetch failed');
       return import('../../../src/blackboard/registry.js');
     };
-    const registry = createLazyBoardRegistry({ ...registryOptions(name), onError: (error) => reported.push(error), load });
+    const registry = createLazyBoardRegistry({ ...registryOptions(name), onError: (error) => failures.push(error), load });
     const first = registry.acquire('u', 's').blackboard;
     first.set('early', 1);
     await expect(first.whenLoaded).rejects.toMatchObject({ code: 'storage/failed' });
-    expect(reported).toEqual([expect.objectContaining({ code: 'storage/failed' })]);
+    expect(failures).toEqual([expect.objectContaining({ code: 'storage/failed' })]);
     fail = false;
     const second = registry.acquire('u', 's').blackboard;
     await second.whenLoaded;

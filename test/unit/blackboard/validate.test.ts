@@ -1,0 +1,66 @@
+/**
+ * The check of a Yjs update from another tab (src/blackboard/validate.ts):
+ * what it lets through (JSON under blackboard keys, deletions, the
+ * application's own root types) and what it refuses, with the reason.
+ */
+import * as Y from 'yjs';
+import { describe, expect, it } from 'vitest';
+import { BLACKBOARD_MAP, checkBlackboardUpdate } from '../../../src/index.js';
+
+/** The whole state of a doc built by `build`, as one update. */
+function updateOf(build: (doc: Y.Doc) => void): Uint8Array {
+  const doc = new Y.Doc();
+  build(doc);
+  return Y.encodeStateAsUpdate(doc);
+}
+
+describe('checkBlackboardUpdate', () => {
+  it('lets JSON values, overwritten and deleted keys, and other root types through', () => {
+    expect(BLACKBOARD_MAP).toBe('blackboard');
+    expect(checkBlackboardUpdate(updateOf((doc) => doc.getMap('blackboard').set('k', { a: [1, 'x', null, true] })))).toBeNull();
+    const churned = updateOf((doc) => {
+      const map = doc.getMap('blackboard');
+      map.set('k', 1);
+      map.set('k', 2);
+      map.set('gone', 'x');
+      map.delete('gone');
+    });
+    // The overwritten and deleted items travel as deleted content.
+    expect(Y.decodeUpdate(churned).structs.some((s) => s instanceof Y.Item && s.content instanceof Y.ContentDeleted)).toBe(true);
+    expect(checkBlackboardUpdate(churned)).toBeNull();
+    // The application's Y.Text (or any other root) is its own business: binary content there passes.
+    expect(
+      checkBlackboardUpdate(
+        updateOf((doc) => {
+          doc.getText('notes').insert(0, 'hello');
+          doc.getMap('other').set('bytes', new Uint8Array([1]));
+          doc.getMap('other').set('nan', NaN);
+        }),
+      ),
+    ).toBeNull();
+  });
+
+  it('refuses bytes that are not a Yjs update', () => {
+    expect(checkBlackboardUpdate(new Uint8Array([255, 255, 255]))).toMatch(/^it does not decode as a Yjs update \(.+\)$/);
+  });
+
+  it('refuses list content in the blackboard map', () => {
+    expect(checkBlackboardUpdate(updateOf((doc) => doc.getArray('blackboard').push([1])))).toBe('it inserts into the blackboard map as if it were a list');
+  });
+
+  it('refuses a key holding a shared type or bytes, naming the key and the content', () => {
+    expect(checkBlackboardUpdate(updateOf((doc) => doc.getMap('blackboard').set('nested', new Y.Map())))).toBe('key "nested" would hold ContentType, not a JSON value');
+    expect(checkBlackboardUpdate(updateOf((doc) => doc.getMap('blackboard').set('raw', new Uint8Array([1]))))).toBe('key "raw" would hold ContentBinary, not a JSON value');
+  });
+
+  it('refuses a key holding a value that is not JSON, after the JSON values before it', () => {
+    const problem = checkBlackboardUpdate(
+      updateOf((doc) => {
+        const map = doc.getMap('blackboard');
+        map.set('fine', 1);
+        map.set('bad', { n: NaN });
+      }),
+    );
+    expect(problem).toMatch(/^key "bad" would hold a value that is not JSON \(.+\)$/);
+  });
+});
