@@ -6,7 +6,7 @@ import tseslint from 'typescript-eslint';
 const privateFieldRule = { selector: 'PropertyDefinition[key.name=/^_/]', message: 'Use #private fields, not _names.' };
 
 export default tseslint.config(
-  { ignores: ['dist/', 'dist-demo/', 'node_modules/', 'test/.tmp/', 'test-results/', 'playwright-report/'] },
+  { ignores: ['dist/', '.dist-staging-*/', 'dist-demo/', 'node_modules/', 'test/.tmp/', 'test-results/', 'playwright-report/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
