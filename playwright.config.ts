@@ -2,6 +2,7 @@
  * End-to-end tests over the demo, in the system Chromium. The demo is
  * served by Vite on its own port so a running `npm run demo` does not clash.
  */
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from '@playwright/test';
 import { chromiumLaunchOptions } from './scripts/chromium.mjs';
 
@@ -38,7 +39,7 @@ export default defineConfig({
       reuseExistingServer: !process.env.CI,
       timeout: 60_000,
       // The demo's sync server keeps its SQLite file here, apart from a developer's `npm run demo` data.
-      env: { TABULA_DEMO_DATA: demoData },
+      env: { TABULA_DEMO_DATA: demoData, TABULA_VITE_CACHE_DIR: fileURLToPath(new URL(`node_modules/.vite/e2e-${port}`, import.meta.url)) },
     },
     {
       // The built demo (service worker and all) for the offline tests: see test/e2e/demo-offline.spec.ts.

@@ -20,6 +20,9 @@ const patience = { testTimeout: 30_000, hookTimeout: 60_000, expect: { poll: { t
 
 export default defineConfig({
   root: 'demo',
+  // The e2e runs give each dev server its own dependency cache (playwright.config.ts): a server that
+  // re-optimizes must not replace the files another run's server is serving.
+  ...(process.env.TABULA_VITE_CACHE_DIR ? { cacheDir: process.env.TABULA_VITE_CACHE_DIR } : {}),
   // The sync server and the demo sign-in, on the dev and preview servers (see scripts/demo-server.ts).
   plugins: [demoServer(), demoPwa()],
   server: { port: 5173, strictPort: false },
