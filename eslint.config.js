@@ -6,8 +6,9 @@ import tseslint from 'typescript-eslint';
 const privateFieldRule = { selector: 'PropertyDefinition[key.name=/^_/]', message: 'Use #private fields, not _names.' };
 
 export default tseslint.config(
-  // reports/ and .stryker-tmp/: Stryker's reports and sandboxes, present while `npm run mutation` runs.
-  { ignores: ['dist/', 'dist-demo/', 'node_modules/', 'test/.tmp/', 'test-results/', 'playwright-report/', 'reports/', '.stryker-tmp/'] },
+  // reports/ and .stryker-tmp/: Stryker's reports and sandboxes, present while `npm run mutation` runs;
+  // .dist-staging-*/: npm run build's staging folders (scripts/build.mjs).
+  { ignores: ['dist/', '.dist-staging-*/', 'dist-demo/', 'node_modules/', 'test/.tmp/', 'test-results/', 'playwright-report/', 'reports/', '.stryker-tmp/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

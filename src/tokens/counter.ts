@@ -359,10 +359,12 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
     const id = `c${++requestSeq}`;
     // The worker's progress calls travel on the callback's own channel, which may deliver after the
     // result: once the count is settled, late ones are dropped and the caller hears the end exactly once.
+    // After the caller's abort too: the worker counts on until the cancel reaches it (on a loaded
+    // machine, dozens of windows), and none of that is the caller's any more.
     let settled = false;
     let reported = 0;
     const report = (doneChars: number, totalChars: number) => {
-      if (settled || !onProgress) return;
+      if (settled || signal?.aborted || !onProgress) return;
       reported = doneChars;
       onProgress(doneChars, totalChars);
     };

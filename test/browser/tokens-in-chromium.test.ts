@@ -76,8 +76,11 @@ describe('token counter in Chromium', () => {
         if (calls === 3) controller.abort('user cancelled');
       },
     });
+    // Rejected, so the worker stopped (had the cancel not reached it, the count would have resolved); and the
+    // caller heard no progress after its abort, however far the worker got before the cancel arrived (a bound
+    // such as "< 20" depended on the machine's load: 28 were delivered beside another test run).
     await expect(cancelled).rejects.toMatchObject({ code: 'tokens/aborted' });
-    expect(calls).toBeLessThan(20);
+    expect(calls).toBe(3);
     // The worker is still usable afterwards.
     expect(await counter.countText('still here')).toBe(o200k.countTokens('still here', plain));
   });

@@ -16,7 +16,8 @@ import { build as esbuild } from 'esbuild';
 import { build } from 'vite';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const app = join(root, 'test/.tmp/consumer');
+// Per process: a run beside this one (same checkout) builds its own app.
+const app = join(root, `test/.tmp/consumer-${process.pid}`);
 const out = join(app, 'dist');
 let server: Server;
 let url = '';

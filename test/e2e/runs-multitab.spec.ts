@@ -60,6 +60,8 @@ test('runs of one session are exclusive across tabs, interrupt reaches the other
     w.waitingStartedAt = 0;
     w.waiting = w.session.run(async () => {
       w.waitingStartedAt = performance.timeOrigin + performance.now();
+      // What the stored runs say when this one starts: tab A's must have ended already.
+      w.runsWhenWaitingStarted = (await (w.session as unknown as { runs(): Promise<{ status: string }[]> }).runs()).map((r) => r.status);
       return 'waited';
     });
   });
@@ -72,6 +74,8 @@ test('runs of one session are exclusive across tabs, interrupt reaches the other
   expect(await b.evaluate(() => (window as unknown as { waitingStartedAt: number }).waitingStartedAt)).toBe(0);
 
   // Interrupt from tab B; A's signal fires, its run ends interrupted, then B's waiting run starts.
+  // (Each page has its own clock: the order is checked on events, the times are only reported.)
+  expect(await a.evaluate(() => (window as unknown as { abortedAt?: number }).abortedAt)).toBeUndefined();
   const interrupt = await b.evaluate(async () => {
     const w = window as unknown as { session: { interrupt(reason: string): Promise<boolean> } };
     const sentAt = performance.timeOrigin + performance.now();
@@ -82,11 +86,14 @@ test('runs of one session are exclusive across tabs, interrupt reaches the other
   expect(await a.evaluate(() => (window as unknown as { runOutcome: Promise<string> }).runOutcome)).toBe('run/interrupted');
   const abortedAt = await a.evaluate(() => (window as unknown as { abortedAt: number }).abortedAt);
   test.info().annotations.push({ type: 'interrupt latency (ms)', description: (abortedAt - interrupt.sentAt).toFixed(1) });
-  expect(abortedAt).toBeGreaterThanOrEqual(interrupt.sentAt - 1);
 
   expect(await b.evaluate(() => (window as unknown as { waiting: Promise<string> }).waiting)).toBe('waited');
   const waitingStartedAt = await b.evaluate(() => (window as unknown as { waitingStartedAt: number }).waitingStartedAt);
-  expect(waitingStartedAt).toBeGreaterThanOrEqual(abortedAt);
+  test.info().annotations.push({ type: 'queued run started after the abort (ms)', description: (waitingStartedAt - abortedAt).toFixed(1) });
+  // The queued run started once tab A's run had ended (stored as interrupted), and none other was running.
+  const runsWhenWaitingStarted = await b.evaluate(() => (window as unknown as { runsWhenWaitingStarted: string[] }).runsWhenWaitingStarted);
+  expect(runsWhenWaitingStarted.filter((status) => status !== 'running')).toEqual(['interrupted']);
+  expect(runsWhenWaitingStarted.filter((status) => status === 'running').length).toBeLessThanOrEqual(1);
 
   const state = await b.evaluate(async () => {
     const w = window as unknown as { session: { state(): Promise<{ context: object }>; runs(): Promise<{ status: string }[]> } };
@@ -117,20 +124,23 @@ test('a tab crashes mid-stream: the other tab sees the message interrupted with 
     });
   });
 
-  // Tab A streams 200 chunks inside a run, 5 ms apart, flushing every 100 ms (the default).
-  await a.evaluate(() => {
+  // Tab A streams chunks inside a run, 5 ms apart, flushing every 100 ms (the default). There are more
+  // chunks than it can write before the crash however slow the machine (a minute's worth): the stream
+  // must never be done when the crash comes, or there would be nothing to interrupt.
+  const CHUNKS = 12_000;
+  await a.evaluate((chunks) => {
     const w = window as unknown as Record<string, unknown> & {
       session: { run(fn: () => Promise<unknown>): Promise<unknown>; stream(i: { role: 'assistant' }): Promise<{ write(c: string): void; done(): Promise<unknown> }> };
     };
     void w.session.run(async () => {
       const stream = await w.session.stream({ role: 'assistant' });
-      for (let i = 0; i < 200; i++) {
+      for (let i = 0; i < chunks; i++) {
         stream.write(`[${i}]`);
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       await stream.done();
     });
-  });
+  }, CHUNKS);
 
   // Crash A once B has seen a good part of the stream.
   await b.waitForFunction(() => {
@@ -140,7 +150,7 @@ test('a tab crashes mid-stream: the other tab sees the message interrupted with 
   const cdp = await context.newCDPSession(a);
   void cdp.send('Page.crash').catch(() => undefined);
 
-  await b.waitForFunction(() => (window as unknown as { seen: { status: string }[] }).seen.some((s) => s.status === 'interrupted'), undefined, { timeout: 10_000 });
+  await b.waitForFunction(() => (window as unknown as { seen: { status: string }[] }).seen.some((s) => s.status === 'interrupted'), undefined, { timeout: 30_000 });
   const result = await b.evaluate(async () => {
     const w = window as unknown as {
       seen: { status: string; content: string }[];
@@ -151,12 +161,17 @@ test('a tab crashes mid-stream: the other tab sees the message interrupted with 
     const ranAtOnce = await w.session.run(async () => 'ran', { wait: false });
     return { message, lastSeenWhileStreaming, ranAtOnce, runs: (await w.session.runs()).map((r) => r.status) };
   });
-  const chunks = Array.from({ length: 200 }, (_, i) => `[${i}]`);
+  const chunks = Array.from({ length: CHUNKS }, (_, i) => `[${i}]`);
   const kept = result.message!.content;
-  const wholeChunks = chunks.findIndex((_, k) => chunks.slice(0, k + 1).join('') === kept) + 1;
+  // How many whole chunks, in order, make up the kept text (0 if none does).
+  let wholeChunks = 0;
+  for (let k = 0, prefix = ''; k < chunks.length && prefix.length < kept.length; k++) {
+    prefix += chunks[k];
+    if (prefix === kept) wholeChunks = k + 1;
+  }
   expect(result.message!.status).toBe('interrupted');
   expect(wholeChunks, `kept text must be whole chunks in order: ${kept.slice(-40)}`).toBeGreaterThan(40);
-  expect(wholeChunks).toBeLessThan(200);
+  expect(wholeChunks).toBeLessThan(CHUNKS);
   expect(kept.startsWith(result.lastSeenWhileStreaming)).toBe(true);
   expect(result.ranAtOnce).toBe('ran');
   expect(result.runs).toEqual(['abandoned', 'succeeded']);

@@ -160,6 +160,9 @@ test('a chat with a streamed reply, notes, memory, a save and the blackboard on 
 
   // Device 2 flushes nothing: its leader tab pulls, and the change feed says so with origin 'remote'.
   await expect.poll(() => snapshot(two), { timeout: 30_000 }).toEqual(expected);
+  // Device 2's subscriber reads the messages asynchronously after each change: wait until a read saw the
+  // finished reply (it may still be under way when the snapshot matches), then check no read saw less.
+  await two.waitForFunction(() => (window as unknown as { seenAssistant: string[] }).seenAssistant.some((seen) => seen.startsWith('complete:')));
   const seen = await two.evaluate(() => ({
     remote: window.device.changes.filter((c) => c.origin === 'remote' && c.sessionId === 'chat').flatMap((c) => c.kinds),
     assistant: (window as unknown as { seenAssistant: string[] }).seenAssistant,

@@ -127,7 +127,7 @@ describe('package', () => {
   });
 
   it('bundles none of the integrations\' frameworks into an app that imports only tabula-sdk', async () => {
-    const app = `${root}test/.tmp/bundle-root-only/`;
+    const app = `${root}test/.tmp/bundle-root-only-${process.pid}/`;
     rmSync(app, { recursive: true, force: true });
     mkdirSync(`${app}node_modules`, { recursive: true });
     // Installed the way npm links a local package: node_modules/tabula-sdk → the repository.

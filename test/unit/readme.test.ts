@@ -13,7 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const tmp = `${root}test/.tmp/readme/`;
+// Per process: a run beside this one (same checkout) must not delete these files while they are imported.
+const tmp = `${root}test/.tmp/readme-${process.pid}/`;
 // TABULA_README runs another file's blocks the same way (a helper's docs/readme/<name>.md before the merge).
 const readme = readFileSync(process.env.TABULA_README ?? `${root}README.md`, 'utf8');
 

@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ENTRIES, formatTable, measureBundles, overBudget } from '../../../scripts/check-size.mjs';
 
-const fixture = fileURLToPath(new URL('../../.tmp/check-size/', import.meta.url));
+// Per process: a run beside this one (same checkout) must not rewrite or delete this fixture while it is measured.
+const fixture = fileURLToPath(new URL(`../../.tmp/check-size-${process.pid}/`, import.meta.url));
 
 afterAll(() => rmSync(fixture, { recursive: true, force: true }));
 

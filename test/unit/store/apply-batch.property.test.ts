@@ -88,7 +88,8 @@ describe('applyAppends: a batch equals the same ops one at a time (property)', (
           single.close();
         }
       }),
-      fcParams(120, { interruptAfterTimeLimit: 60_000 }),
+      // Every run, however slow the machine: a time limit would check fewer cases under load, and pass.
+      fcParams(120),
     );
-  }, 120_000);
+  }, 600_000);
 });

@@ -91,7 +91,8 @@ describe('applyOps: many ops in one transaction equal one transaction per op (pr
           apart.close();
         }
       }),
-      fcParams(150, { interruptAfterTimeLimit: 60_000 }),
+      // Every run, however slow the machine: a time limit would check fewer cases under load, and pass.
+      fcParams(150),
     );
-  }, 120_000);
+  }, 600_000);
 });

@@ -18,8 +18,11 @@ export async function freshTabula(options: OpenTabulaOptions = {}): Promise<Tabu
   return Object.assign(tabula, { reported, dbName });
 }
 
-/** Polls `condition` every 5 ms until it holds; fails after `timeoutMs` (for events from another "tab"). */
-export async function waitFor(condition: () => boolean, timeoutMs = 2000): Promise<void> {
+/**
+ * Polls `condition` every 5 ms until it holds; fails after `timeoutMs` (for events from another "tab").
+ * The default is sized for a loaded machine: only an event that never comes should fail a test.
+ */
+export async function waitFor(condition: () => boolean, timeoutMs = 20_000): Promise<void> {
   const start = Date.now();
   while (!condition()) {
     if (Date.now() - start > timeoutMs) throw new Error('condition not met in time');

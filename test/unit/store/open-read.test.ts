@@ -103,7 +103,8 @@ describe('a new instance never reads a stream a crashed instance left behind (pr
           }
         },
       ),
-      fcParams(25, { interruptAfterTimeLimit: 60_000 }),
+      // Every run, however slow the machine: a time limit would check fewer cases under load, and pass.
+      fcParams(25),
     );
-  }, 120_000);
+  }, 600_000);
 });

@@ -108,17 +108,20 @@ describe('session.run', () => {
     const session = await tabula.session('s');
     const order: string[] = [];
     let release!: () => void;
+    const started = deferred<void>();
     const first = session.run(async () => {
       order.push('first start');
+      started.resolve();
       await new Promise<void>((resolve) => (release = resolve));
       order.push('first end');
     });
-    await later();
+    await started.promise;
     await expect(session.run(async () => 'never', { wait: false })).rejects.toMatchObject({ code: 'run/busy' });
     const second = session.run(async () => order.push('second'));
+    // A run asked for after the second one, on another session, has run to its end: the second had as much
+    // time to start, and must not have while the first holds the session.
     const otherSession = await tabula.session('other');
     expect(await otherSession.run(async () => 'parallel', { wait: false })).toBe('parallel');
-    await later();
     expect(order).toEqual(['first start']);
     release();
     await first;

@@ -176,7 +176,7 @@ describe('httpSync: blackboards', () => {
       const boards = [(await leader.session('chat')).blackboard, (await tab.session('chat')).blackboard];
       for (const board of boards) {
         await board.whenLoaded;
-        await vi.waitFor(() => expect(board.get('secret')).toBe('of the old life'));
+        await vi.waitFor(() => expect(board.get('secret')).toBe('of the old life'), { timeout: 30_000 });
       }
       expect(await boardDatabases(name)).toHaveLength(1);
 
@@ -212,7 +212,7 @@ describe('httpSync: blackboards', () => {
       await before.sync?.flush();
       const board = (await before.session('chat')).blackboard;
       await board.whenLoaded;
-      await vi.waitFor(() => expect(board.get('secret')).toBe('of the old life'));
+      await vi.waitFor(() => expect(board.get('secret')).toBe('of the old life'), { timeout: 30_000 });
       await before.close();
       expect(await boardDatabases(name)).toHaveLength(1);
 
