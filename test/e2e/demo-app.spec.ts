@@ -1,14 +1,6 @@
 import { expect, messages, openDemo, send, test } from './demo-fixtures.js';
 
-/**
- * Words the scripted model quotes back ("You said: …"), 30 ms each: a reply long enough (over 10 s) that
- * a test which sees it streaming can still stop it on a loaded machine, where a click and its way to the
- * other tab can take seconds. A short reply (2 s) could finish first, and there would be nothing to stop.
- */
-const LONG = Array.from({ length: 350 }, (_, i) => `w${i}`).join(' ');
-
 test('the agent answers with a tool call, streams durably, and shares the chat and its blackboard across tabs', async ({ context }) => {
-  test.setTimeout(120_000);
   const a = await context.newPage();
   const b = await context.newPage();
   await openDemo(a);
@@ -53,19 +45,19 @@ test('the agent answers with a tool call, streams durably, and shares the chat a
   // Send is enabled only with text and no reply running; Stop only while one runs.
   await expect(a.getByTestId('send')).toBeDisabled();
   await expect(a.getByTestId('stop')).toBeDisabled();
-  await send(a, `tell me everything about this demo: ${LONG}`);
-  await expect(messages(a).last()).toHaveAttribute('data-status', 'streaming');
+  await send(a, 'tell me everything about this demo');
+  await expect(messages(a).last()).toHaveAttribute('data-status', 'streaming', { timeout: 10_000 });
   await expect(b.getByTestId('stop')).toBeEnabled();
   // Stop in tab B interrupts the turn running in tab A; what was streamed is kept.
   await b.getByTestId('stop').click();
-  await expect(a.getByTestId('status')).toContainText('Stopped');
+  await expect(a.getByTestId('status')).toContainText('Stopped', { timeout: 10_000 });
   await expect(messages(a).last()).toHaveAttribute('data-status', 'interrupted');
   const partial = (await messages(a).last().locator('.body').textContent()) ?? '';
 
   // Continue streams the rest of the same answer into a new message.
   await expect(a.getByTestId('recover')).toBeVisible();
   await a.getByTestId('continue').click();
-  await expect(messages(a).last()).toHaveAttribute('data-status', 'complete', { timeout: 60_000 });
+  await expect(messages(a).last()).toHaveAttribute('data-status', 'complete', { timeout: 15_000 });
   const rest = (await messages(a).last().locator('.body').textContent()) ?? '';
   expect(`${partial}${rest}`.replace(/\s+/g, ' ')).toContain('Press Esc to stop me.');
   await expect(a.getByTestId('recover')).toBeHidden();
@@ -79,28 +71,23 @@ test('the agent answers with a tool call, streams durably, and shares the chat a
 });
 
 test('Esc stops a reply, Retry replaces it, Shift+Enter adds a line', async ({ page }) => {
-  test.setTimeout(120_000);
   await openDemo(page);
   const box = page.getByLabel('Message', { exact: true });
   await box.fill('first line');
   await box.press('Shift+Enter');
-  await box.pressSequentially('second line ');
-  await expect(box).toHaveValue('first line\nsecond line ');
-  // The rest of a long question (see LONG), typed at once.
-  await box.fill(`first line\nsecond line ${LONG}`);
+  await box.pressSequentially('second line');
+  await expect(box).toHaveValue('first line\nsecond line');
   await box.press('Enter');
   await expect(messages(page).first()).toContainText('first line\nsecond line');
-  await expect(messages(page).last()).toHaveAttribute('data-status', 'streaming');
+  await expect(messages(page).last()).toHaveAttribute('data-status', 'streaming', { timeout: 10_000 });
   await page.keyboard.press('Escape');
-  await expect(messages(page).last()).toHaveAttribute('data-status', 'interrupted');
+  await expect(messages(page).last()).toHaveAttribute('data-status', 'interrupted', { timeout: 10_000 });
   await expect(messages(page)).toHaveCount(2);
   await page.getByTestId('retry').click();
-  // The new reply streams to its end (while it is being replaced, the last message is the question, complete too).
-  await expect(messages(page).last()).toContainText('Press Esc to stop me.', { timeout: 60_000 });
-  await expect(messages(page).last()).toHaveAttribute('data-status', 'complete');
+  await expect(messages(page).last()).toHaveAttribute('data-status', 'complete', { timeout: 15_000 });
   // Retry dropped the interrupted reply: one question, one answer.
   await expect(messages(page)).toHaveCount(2);
-  await expect(page.getByTestId('chat-title')).toHaveText(/^first line second line w0 w1 /);
+  await expect(page.getByTestId('chat-title')).toHaveText('first line second line');
 });
 
 test('chats are renamed, searched and deleted with confirmation, live in another tab', async ({ context }) => {
