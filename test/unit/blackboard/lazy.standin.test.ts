@@ -6,27 +6,13 @@
  * openLife, close) before and after the load.
  */
 import { describe, expect, it } from 'vitest';
-import { createLazyBoardRegistry, type BoardCode } from '../../../src/blackboard/lazy.js';
+import { createLazyBoardRegistry } from '../../../src/blackboard/lazy.js';
 import { boardLivesOnDisk } from '../../../src/blackboard/lives.js';
 import { createBoardRegistry } from '../../../src/blackboard/registry.js';
-import { isTabulaError, type Blackboard, type TabulaError } from '../../../src/index.js';
+import type { TabulaError } from '../../../src/index.js';
 import { uniqueName, waitFor } from '../store/helpers.js';
+import { heldLoad, writeRefusal } from './helpers.js';
 
-/** A load of the registry module that resolves only when `release()` is called. */
-function heldLoad(): { load: BoardCode; release: () => void; calls: () => number } {
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  let calls = 0;
-  return {
-    load: async () => {
-      calls += 1;
-      await gate;
-      return import('../../../src/blackboard/registry.js');
-    },
-    release: () => open(),
-    calls: () => calls,
-  };
-}
 
 function lazy(name = uniqueName('lazy')) {
   const held = heldLoad();
@@ -45,15 +31,6 @@ async function storedBoard(name: string): Promise<Record<string, unknown>> {
   return board;
 }
 
-function writeRefusal(board: Blackboard): string | null {
-  try {
-    board.set('probe', 1);
-    return null;
-  } catch (error) {
-    if (isTabulaError(error)) return error.code;
-    throw error;
-  }
-}
 
 describe('lazy registry: the stand-in board', () => {
   it('a transaction reports once, a nested one joins it, and one that throws keeps and reports what it did', async () => {

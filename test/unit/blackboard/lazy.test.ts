@@ -12,22 +12,8 @@ import { blackboardDatabaseName } from '../../../src/blackboard/lives.js';
 import { createBoardRegistry } from '../../../src/blackboard/registry.js';
 import type { BlackboardChange } from '../../../src/index.js';
 import { freshTabula, uniqueName, waitFor } from '../store/helpers.js';
+import { heldLoad } from './helpers.js';
 
-/** A load of the registry module that resolves only when `release()` is called. */
-function heldLoad(): { load: BoardCode; release: () => void; calls: () => number } {
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  let calls = 0;
-  return {
-    load: async () => {
-      calls += 1;
-      await gate;
-      return import('../../../src/blackboard/registry.js');
-    },
-    release: () => open(),
-    calls: () => calls,
-  };
-}
 
 /** What the registries reported; every test expects nothing (a throwing onError would crash the runner from a channel's message handler). */
 let reported: Error[] = [];

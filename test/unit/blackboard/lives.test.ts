@@ -7,8 +7,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { blackboardDatabaseName, boardLivesOnDisk, deleteDocDatabase, isLifeEnded, livesChannelName } from '../../../src/blackboard/lives.js';
 import { createBoardRegistry } from '../../../src/blackboard/registry.js';
-import { isTabulaError, type Blackboard, type TabulaError } from '../../../src/index.js';
+import type { Blackboard, TabulaError } from '../../../src/index.js';
 import { uniqueName, waitFor } from '../store/helpers.js';
+import { refusesAsDeleted } from './helpers.js';
 
 /** Creates (and closes) an empty IndexedDB database named `name`, as a board or another library would. */
 function createDatabase(name: string): Promise<void> {
@@ -22,16 +23,6 @@ function createDatabase(name: string): Promise<void> {
   });
 }
 
-/** True once `board` refuses writes with `session/not-found` (its life ended). */
-function refusesAsDeleted(board: Blackboard): boolean {
-  try {
-    board.set('probe', 1);
-    return false;
-  } catch (error) {
-    if (isTabulaError(error, 'session/not-found')) return true;
-    throw error;
-  }
-}
 
 afterEach(() => {
   vi.unstubAllGlobals();

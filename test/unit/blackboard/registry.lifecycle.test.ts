@@ -11,8 +11,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { persistDoc } from '../../../src/blackboard/persistence.js';
 import { blackboardDatabaseName, boardLivesOnDisk, deleteDocDatabase } from '../../../src/blackboard/lives.js';
 import { createBoardRegistry, type BoardRegistryOptions } from '../../../src/blackboard/registry.js';
-import { REMOTE_ORIGIN, isTabulaError, type Blackboard, type BlackboardChange, type TabTransport, type TabulaError } from '../../../src/index.js';
+import { REMOTE_ORIGIN, type BlackboardChange, type TabTransport, type TabulaError } from '../../../src/index.js';
 import { uniqueName, waitFor } from '../store/helpers.js';
+import { writeRefusal } from './helpers.js';
 
 /** A registry whose reported errors are collected (never thrown from a channel handler). */
 function registry(name: string, options: Partial<BoardRegistryOptions> = {}) {
@@ -31,16 +32,6 @@ async function stored(database: string): Promise<Record<string, unknown>> {
   return board;
 }
 
-/** The code `board.set()` is refused with, or null when it is accepted. */
-function writeRefusal(board: Blackboard): string | null {
-  try {
-    board.set('probe', 1);
-    return null;
-  } catch (error) {
-    if (isTabulaError(error)) return error.code;
-    throw error;
-  }
-}
 
 afterEach(() => {
   vi.useRealTimers();

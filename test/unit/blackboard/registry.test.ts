@@ -5,19 +5,10 @@
  * the same id, live or after a reopen.
  */
 import { describe, expect, it } from 'vitest';
-import { isTabulaError, type Blackboard } from '../../../src/index.js';
+import { isTabulaError } from '../../../src/index.js';
 import { freshTabula, uniqueName, waitFor } from '../store/helpers.js';
+import { refusesAsDeleted } from './helpers.js';
 
-/** True once `board` refuses writes with `session/not-found` (its session was deleted in some tab). */
-function refusesAsDeleted(board: Blackboard): boolean {
-  try {
-    board.set('probe', 1);
-    return false;
-  } catch (error) {
-    if (isTabulaError(error, 'session/not-found')) return true;
-    throw error;
-  }
-}
 
 describe('deleting a session reaches the blackboard in every tab', () => {
   it('closes the board of the deleted life in the other tab, and the new life starts empty (issue 10 item 1)', async () => {
