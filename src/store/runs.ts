@@ -195,7 +195,7 @@ export function createRunner(deps: RunnerDeps) {
         interruptReason = reason;
         controller.abort(new TabulaError('run/interrupted', `Run ${runId} on ${label} was interrupted${reason ? `: ${reason}` : ''}.`));
       };
-      const forget = coordinator.register(userId, sessionId, abort);
+      const forget = coordinator.register(userId, sessionId, runId, abort);
       const onOuterAbort = () => abort(typeof outer?.reason === 'string' ? outer.reason : 'the caller aborted it');
       outer?.addEventListener('abort', onOuterAbort, { once: true });
       try {
@@ -316,7 +316,21 @@ export function createRunner(deps: RunnerDeps) {
   /** Aborts the run in flight on this session, in any tab; false when idle. */
   async function interrupt(reason?: string): Promise<boolean> {
     if (reason !== undefined && typeof reason !== 'string') throw new TabulaError('argument/invalid', 'interrupt(reason) takes a string reason or nothing.');
-    return coordinator.interrupt(userId, sessionId, reason ?? null);
+    return coordinator.interrupt(userId, sessionId, reason ?? null, runInFlight);
+  }
+
+  /**
+   * The run another tab holds the session for, as the runs table says: while that run holds the lock its row
+   * is the only one marked running. Null when that cannot be told (the run has not recorded its start yet, or
+   * the read failed): the interrupt then stops whichever run the other tab has in flight, as it did unnamed.
+   */
+  async function runInFlight(): Promise<string | null> {
+    try {
+      const rows = await db.runs.where('[userId+sessionId+status]').equals([userId, sessionId, 'running']).toArray();
+      return rows.length === 1 ? rows[0]!.runId : null;
+    } catch {
+      return null;
+    }
   }
 
   /** The session's runs, oldest first. */

@@ -4,7 +4,7 @@
  * and interrupts between instances still arrive (runs.test.ts has the rest).
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { freshTabula, uniqueName } from './helpers.js';
+import { freshTabula, uniqueName, waitFor } from './helpers.js';
 
 /** Records the name of every BroadcastChannel opened while it is installed. */
 function recordChannels(): string[] {
@@ -54,5 +54,87 @@ describe('run coordinator channel', () => {
     expect(opened.filter((channel) => channel === runs)).toHaveLength(2);
     await reader.close();
     await other.close();
+  });
+});
+
+/**
+ * BroadcastChannel whose interrupt messages wait at the receiving end until released: a loaded tab
+ * handles a message late, after the run it was sent to may have ended and the next one begun.
+ */
+function delayInterrupts(): { held: (() => void)[] } {
+  const held: (() => void)[] = [];
+  const Real = globalThis.BroadcastChannel;
+  vi.stubGlobal(
+    'BroadcastChannel',
+    class extends Real {
+      override set onmessage(handler: ((event: MessageEvent) => void) | null) {
+        super.onmessage = handler && ((event: MessageEvent) => {
+          const data = event.data as { type?: unknown };
+          if (data.type === 'interrupt') held.push(() => handler.call(this, event));
+          else handler.call(this, event);
+        });
+      }
+      override get onmessage(): ((event: MessageEvent) => void) | null {
+        return super.onmessage;
+      }
+    },
+  );
+  return { held };
+}
+
+function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve: (value: T) => void = () => undefined;
+  const promise = new Promise<T>((settle) => (resolve = settle));
+  return { promise, resolve };
+}
+
+describe('interrupt across tabs, delivered late', () => {
+  it('stops only the run it was sent to: the next run on the session never sees it', async () => {
+    const { held } = delayInterrupts();
+    const name = uniqueName();
+    const tabA = await freshTabula({ name });
+    const tabB = await freshTabula({ name });
+    const a = await tabA.session('s');
+    const b = await tabB.session('s');
+
+    const firstStarted = deferred<void>();
+    const finishFirst = deferred<void>();
+    const first = a.run(async () => {
+      firstStarted.resolve();
+      await finishFirst.promise;
+      return 'first done';
+    });
+    await firstStarted.promise;
+    // Tab B stops the first run, but tab A handles the message only after that run has ended.
+    const stopped = b.interrupt('stop the first run');
+    await waitFor(() => held.length === 1);
+    finishFirst.resolve();
+    expect(await first).toBe('first done');
+
+    const secondStarted = deferred<AbortSignal>();
+    const finishSecond = deferred<void>();
+    const second = a.run(async (ctx) => {
+      secondStarted.resolve(ctx.signal);
+      await Promise.race([finishSecond.promise, new Promise((resolve) => ctx.signal.addEventListener('abort', resolve))]);
+      return 'second done';
+    });
+    const outcome = second.then((value) => value, (error: unknown) => error);
+    const signal = await secondStarted.promise;
+    held.shift()?.();
+    // The handler runs synchronously: had it aborted the second run, the signal would say so now.
+    expect(signal.aborted).toBe(false);
+    // Nobody acknowledged: the run it named had ended, so interrupt() reports nothing stopped.
+    expect(await stopped).toBe(false);
+
+    // An interrupt sent while the second run holds the session still stops it.
+    const stopSecond = b.interrupt('stop the second run');
+    await waitFor(() => held.length === 1);
+    held.shift()?.();
+    expect(await stopSecond).toBe(true);
+    expect(await outcome).toMatchObject({ code: 'run/interrupted' });
+    expect((await outcome as Error).message).toMatch(/stop the second run/);
+    expect((await a.runs()).map((run) => run.status)).toEqual(['succeeded', 'interrupted']);
+    await tabA.close();
+    await tabB.close();
   });
 });
