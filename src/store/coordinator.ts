@@ -22,7 +22,7 @@ import type { Locks } from './locks.js';
 const INTERRUPT_ACK_TIMEOUT_MS = 1000;
 
 const WireSchema = z.discriminatedUnion('type', [
-  z.strictObject({ v: z.literal(1), type: z.literal('interrupt'), id: z.string(), userId: z.string(), sessionId: z.string(), runId: z.optional(z.string()), reason: z.nullable(z.string()) }),
+  z.strictObject({ v: z.literal(1), type: z.literal('interrupt'), id: z.string(), userId: z.string(), sessionId: z.string(), runId: z.nullable(z.string()), reason: z.nullable(z.string()) }),
   z.strictObject({ v: z.literal(1), type: z.literal('ack'), id: z.string() }),
 ]);
 
@@ -70,7 +70,7 @@ export function createRunCoordinator(name: string, locks: Locks, onError: (error
     }
     const run = running.get(key(message.userId, message.sessionId));
     // Sent to a run that has ended since (the message was handled late): the run now in flight is not its target.
-    if (!run || (message.runId !== undefined && message.runId !== run.runId)) return;
+    if (!run || (message.runId ?? run.runId) !== run.runId) return;
     run.abort(message.reason);
     channel?.postMessage({ v: 1, type: 'ack', id: message.id });
   };
@@ -120,7 +120,7 @@ export function createRunCoordinator(name: string, locks: Locks, onError: (error
           waiting.delete(id);
           resolve(acknowledged);
         });
-        outgoing.postMessage({ v: 1, type: 'interrupt', id, userId, sessionId, ...(runId === null ? {} : { runId }), reason });
+        outgoing.postMessage({ v: 1, type: 'interrupt', id, userId, sessionId, runId, reason });
       });
     },
 

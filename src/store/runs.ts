@@ -113,12 +113,15 @@ export function createRunner(deps: RunnerDeps) {
   const { store, userId, sessionId, label, contextSchema } = deps;
   const { db, coordinator } = store;
 
+  /** The session's runs marked running (in the caller's transaction, if any). */
+  const runningRows = () => db.runs.where('[userId+sessionId+status]').equals([userId, sessionId, 'running']).toArray();
+
   /** Records the start: visit and attempt, and the context the run reads from. */
   const start = (runId: string, scope: string) =>
     commit(store, userId, sessionId, `start run ${runId} (${label})`, async (tx) => {
       const row = tx.existing();
       // We hold the session's lock: any run still marked running was left by a tab that is gone.
-      const leftOver = await db.runs.where('[userId+sessionId+status]').equals([userId, sessionId, 'running']).toArray();
+      const leftOver = await runningRows();
       for (const run of leftOver) await db.runs.put({ ...run, status: 'abandoned', endedAt: run.endedAt ?? Date.now() });
       const previous = await db.runs.get(runId);
       if (previous && (previous.userId !== userId || previous.sessionId !== sessionId)) {
@@ -324,14 +327,7 @@ export function createRunner(deps: RunnerDeps) {
    * is the only one marked running. Null when that cannot be told (the run has not recorded its start yet, or
    * the read failed): the interrupt then stops whichever run the other tab has in flight, as it did unnamed.
    */
-  async function runInFlight(): Promise<string | null> {
-    try {
-      const rows = await db.runs.where('[userId+sessionId+status]').equals([userId, sessionId, 'running']).toArray();
-      return rows.length === 1 ? rows[0]!.runId : null;
-    } catch {
-      return null;
-    }
-  }
+  const runInFlight = () => runningRows().then((rows) => (rows.length === 1 ? rows[0]!.runId : null), () => null);
 
   /** The session's runs, oldest first. */
   async function runs(): Promise<RunInfo[]> {
