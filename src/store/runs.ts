@@ -326,6 +326,8 @@ export function createRunner(deps: RunnerDeps) {
    * The run another tab holds the session for, as the runs table says: while that run holds the lock its row
    * is the only one marked running. Null when that cannot be told (the run has not recorded its start yet, or
    * the read failed): the interrupt then stops whichever run the other tab has in flight, as it did unnamed.
+   * In the moment before a run records its start, a row left `running` by a crashed tab names a run that is
+   * gone: that interrupt stops nothing and resolves false, and a second interrupt() finds the new run's row.
    */
   const runInFlight = () => runningRows().then((rows) => (rows.length === 1 ? rows[0]!.runId : null), () => null);
 
