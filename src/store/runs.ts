@@ -113,12 +113,15 @@ export function createRunner(deps: RunnerDeps) {
   const { store, userId, sessionId, label, contextSchema } = deps;
   const { db, coordinator } = store;
 
+  /** The session's runs marked running (in the caller's transaction, if any). */
+  const runningRows = () => db.runs.where('[userId+sessionId+status]').equals([userId, sessionId, 'running']).toArray();
+
   /** Records the start: visit and attempt, and the context the run reads from. */
   const start = (runId: string, scope: string) =>
     commit(store, userId, sessionId, `start run ${runId} (${label})`, async (tx) => {
       const row = tx.existing();
       // We hold the session's lock: any run still marked running was left by a tab that is gone.
-      const leftOver = await db.runs.where('[userId+sessionId+status]').equals([userId, sessionId, 'running']).toArray();
+      const leftOver = await runningRows();
       for (const run of leftOver) await db.runs.put({ ...run, status: 'abandoned', endedAt: run.endedAt ?? Date.now() });
       const previous = await db.runs.get(runId);
       if (previous && (previous.userId !== userId || previous.sessionId !== sessionId)) {
@@ -195,7 +198,7 @@ export function createRunner(deps: RunnerDeps) {
         interruptReason = reason;
         controller.abort(new TabulaError('run/interrupted', `Run ${runId} on ${label} was interrupted${reason ? `: ${reason}` : ''}.`));
       };
-      const forget = coordinator.register(userId, sessionId, abort);
+      const forget = coordinator.register(userId, sessionId, runId, abort);
       const onOuterAbort = () => abort(typeof outer?.reason === 'string' ? outer.reason : 'the caller aborted it');
       outer?.addEventListener('abort', onOuterAbort, { once: true });
       try {
@@ -316,8 +319,17 @@ export function createRunner(deps: RunnerDeps) {
   /** Aborts the run in flight on this session, in any tab; false when idle. */
   async function interrupt(reason?: string): Promise<boolean> {
     if (reason !== undefined && typeof reason !== 'string') throw new TabulaError('argument/invalid', 'interrupt(reason) takes a string reason or nothing.');
-    return coordinator.interrupt(userId, sessionId, reason ?? null);
+    return coordinator.interrupt(userId, sessionId, reason ?? null, runInFlight);
   }
+
+  /**
+   * The run another tab holds the session for, as the runs table says: while that run holds the lock its row
+   * is the only one marked running. Null when that cannot be told (the run has not recorded its start yet, or
+   * the read failed): the interrupt then stops whichever run the other tab has in flight, as it did unnamed.
+   * In the moment before a run records its start, a row left `running` by a crashed tab names a run that is
+   * gone: that interrupt stops nothing and resolves false, and a second interrupt() finds the new run's row.
+   */
+  const runInFlight = () => runningRows().then((rows) => (rows.length === 1 ? rows[0]!.runId : null), () => null);
 
   /** The session's runs, oldest first. */
   async function runs(): Promise<RunInfo[]> {
