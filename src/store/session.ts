@@ -32,6 +32,8 @@ import { addNote } from './notes.js';
 import { createRunner, type RunContext, type RunOptions } from './runs.js';
 import { openStream, type MessageStream, type StreamInit } from './stream.js';
 import { checkRow, sessionRange, type SessionRow } from './schema.js';
+import { checkMessageRow } from './message-row.js';
+import { readMessageRows } from './open-read.js';
 import { toStoredMessage, toWireMessage } from './stored.js';
 import { checkContextSchema } from './context-schema.js';
 import { countSessionTokens } from './session-tokens.js';
@@ -170,6 +172,8 @@ export interface SessionHandleInit {
   importSession: SessionImporter;
   /** Called when the handle first uses its blackboard (the handle tracker keeps the handle alive while the board is). */
   onBoard?: (blackboard: object, session: Session) => void;
+  /** The transaction `session()` read in (see open-read.ts): the handle's first read of messages is made in it while it is alive. */
+  openTx?: IDBTransaction | null;
 }
 
 /**
@@ -185,6 +189,7 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
   // The blackboard (a Yjs doc, its IndexedDB database and its cross-tab channel) opens on first use:
   // a session whose board is never touched costs none of them.
   const slot: BoardSlot = { lease: null };
+  let openTx = init.openTx ?? null;
   const release = releaser(slot, unsubscribers);
   const lease = (): BoardLease => {
     if (!slot.lease) {
@@ -226,12 +231,10 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
   const messageRows = () => db.messages.where('[userId+sessionId+order]').between(...sessionRange(userId, sessionId));
 
   const readMessages = async (last?: number): Promise<StoredMessage[]> => {
-    const rows = await read('read messages', async () => {
-      if (last === undefined) return messageRows().toArray();
-      if (last === 0) return [];
-      return (await messageRows().reverse().limit(last).toArray()).reverse();
-    });
-    return rows.map((row) => toStoredMessage(checkRow('messages', [row.userId, row.sessionId, row.id], row)));
+    const reuse = openTx;
+    openTx = null;
+    const rows = await read('read messages', () => readMessageRows(db, userId, sessionId, last, reuse));
+    return rows.map((row) => toStoredMessage(checkMessageRow(row)));
   };
 
   const journalRows = () => db.journal.where('[userId+sessionId+order]').between(...sessionRange(userId, sessionId));
@@ -287,7 +290,7 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
           prefix: row.prefix,
           state: row.state,
           messages: messages.map((m) => {
-            checkRow('messages', [m.userId, m.sessionId, m.id], m);
+            checkMessageRow(m);
             return { id: m.id, order: m.order, createdAt: m.createdAt, status: copiedStatus(m.status), message: m.message };
           }),
           journal: { entries: journal.map((j) => checkRow('journal', j.id, j).entry), watermark: row.journalWatermark },

@@ -167,12 +167,13 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   const recovery = createRecovery(store);
   const handles = createHandleTracker(onError);
 
-  const handleFor = (userId: string, sessionId: string, contextSchema: z.ZodObject | undefined): Session => {
+  const handleFor = (userId: string, sessionId: string, contextSchema: z.ZodObject | undefined, openTx: IDBTransaction | null = null): Session => {
     const { session, release } = createSessionHandle({
       store,
       userId,
       sessionId,
       contextSchema,
+      openTx,
       importSession: importData,
       onBoard: (blackboard, handle) => handles.keepAliveWith(blackboard, handle),
     });
@@ -195,7 +196,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     } catch (error) {
       throw mapStorageError(error, `open session "${sessionId}"`);
     }
-    const { row, unfinished } = read;
+    const { row, unfinished, tx } = read;
     if (row !== undefined) {
       const existing = checkRow('sessions', [userId, sessionId], row);
       store.knownRows.set(userId, sessionId, existing);
@@ -213,7 +214,8 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
         if (!tx.row()) throw new TabulaError('storage/failed', `Session "${sessionId}" of user "${userId}" could not be created over its deleted predecessor.`);
       });
     }
-    return handleFor(userId, sessionId, opts.contextSchema);
+    // A handle to a session just created reads in a transaction of its own: the one read in has ended.
+    return handleFor(userId, sessionId, opts.contextSchema, row === undefined ? null : tx);
   }
 
   /**

@@ -8,7 +8,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readSessionOpen } from '../../../src/store/open-read.js';
+import { readMessageRows, readSessionOpen } from '../../../src/store/open-read.js';
 import { createDb, messageRow, type MessageRow, type RunRow } from '../../../src/store/schema.js';
 import { fcParams, TEST_SEED } from '../seed.js';
 import { freshTabula, uniqueName } from './helpers.js';
@@ -55,14 +55,91 @@ describe('readSessionOpen', () => {
       db.close({ disableAutoOpen: false });
       expect(db.isOpen()).toBe(false);
       const viaDexie = await readSessionOpen(db, 'u', 's');
-      expect(viaDexie).toEqual(native);
+      expect(viaDexie.tx).toBeNull();
+      expect({ ...viaDexie, tx: 'either' }).toEqual({ ...native, tx: 'either' });
       expect(db.isOpen()).toBe(true);
 
-      expect(await readSessionOpen(db, 'u', 'missing')).toEqual({ row: undefined, unfinished: { runs: [], streams: [] } });
+      const missing = await readSessionOpen(db, 'u', 'missing');
+      expect({ row: missing.row, unfinished: missing.unfinished }).toEqual({ row: undefined, unfinished: { runs: [], streams: [] } });
     } finally {
       db.close();
     }
   });
+});
+
+describe('readMessageRows', () => {
+  it('reads all of a session’s messages or its last n, in order, natively, in a live session() read and through Dexie alike', async () => {
+    const db = createDb(uniqueName('message-rows'));
+    try {
+      // Written out of order, with another session's rows on both sides of the range.
+      const rows = [5, 1, 4, 0, 3, 2].map((i) => messageRow({ id: `m${i}`, userId: 'u', sessionId: 's', order: `00${i}`, createdAt: i, status: 'complete', message: { role: 'user', content: `${i}` } }));
+      await db.messages.bulkPut([...rows, message('x1', 'r', 'complete'), message('x2', 't', 'complete'), message('x3', 'other', 'complete')]);
+      const ids = (got: unknown[]) => got.map((row) => (row as MessageRow).id);
+      const all = ['m0', 'm1', 'm2', 'm3', 'm4', 'm5'];
+      const expectReads = async (reuse: () => Promise<IDBTransaction | null>) => {
+        expect(ids(await readMessageRows(db, 'u', 's', undefined, await reuse()))).toEqual(all);
+        for (const last of [0, 1, 2, 5, 6, 7, 1000]) expect(ids(await readMessageRows(db, 'u', 's', last, await reuse()))).toEqual(all.slice(Math.max(0, all.length - last)));
+        expect(await readMessageRows(db, 'u', 'missing', 3, await reuse())).toEqual([]);
+      };
+      // In a new transaction, and in session()'s read: still alive when the read is made in the same turn.
+      await expectReads(async () => null);
+      await expectReads(async () => (await readSessionOpen(db, 'u', 's')).tx);
+      // In a transaction that has finished: the read goes to a new one.
+      const finished = (await readSessionOpen(db, 'u', 's')).tx;
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      await db.messages.put(messageRow({ id: 'm6', userId: 'u', sessionId: 's', order: '006', createdAt: 6, status: 'complete', message: { role: 'user', content: '6' } }));
+      expect(ids(await readMessageRows(db, 'u', 's', 2, finished))).toEqual(['m5', 'm6']);
+      all.push('m6');
+      // Through Dexie, where the native connection is closed (Dexie reopens it).
+      const viaDexie = async () => {
+        db.close({ disableAutoOpen: false });
+        return null;
+      };
+      await expectReads(viaDexie);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe('a read made in the transaction session() read in sees every commit made before it (property)', () => {
+  it(`another instance's appends that resolved before messages() was called are all in it (seed ${TEST_SEED})`, async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.record({ appends: fc.integer({ min: 0, max: 3 }), wait: fc.boolean(), last: fc.integer({ min: 1, max: 8 }) }), { minLength: 1, maxLength: 8 }), async (steps) => {
+        const name = uniqueName('reuse');
+        const writer = await freshTabula({ name, userId: 'u' });
+        const reader = await freshTabula({ name, userId: 'u' });
+        try {
+          const inWriter = await writer.session('s');
+          const resolved: { id: string; order: string }[] = [];
+          const pending: Promise<unknown>[] = [];
+          for (const { appends, wait, last } of steps) {
+            for (let k = 0; k < appends; k++) {
+              // Some appends are still in flight while the reader opens and reads: they may or may not show.
+              const append = inWriter.append({ role: 'user', content: 'x' }).then(([stored]) => resolved.push({ id: stored!.id, order: stored!.order }));
+              if (wait) await append;
+              else pending.push(append);
+            }
+            const committed = [...resolved];
+            // session() and messages() in one turn: the read is made in session()'s transaction when it is alive.
+            const read = await (await reader.session('s')).messages({ last });
+            expect(read.length).toBeLessThanOrEqual(last);
+            expect(read.map((m) => m.order)).toEqual(read.map((m) => m.order).sort());
+            // Every append that resolved before the read is in it, unless last n newer messages crowd it out.
+            const ids = new Set(read.map((m) => m.id));
+            for (const c of committed) if (read.length < last || c.order >= read[0]!.order) expect(ids).toContain(c.id);
+          }
+          await Promise.all(pending);
+          expect(writer.reported).toEqual([]);
+          expect(reader.reported).toEqual([]);
+        } finally {
+          await writer.close();
+          await reader.close();
+        }
+      }),
+      fcParams(25),
+    );
+  }, 600_000);
 });
 
 describe('a new instance never reads a stream a crashed instance left behind (property)', () => {
