@@ -131,9 +131,16 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     }),
     closed: false,
   };
+  // A change made elsewhere (another tab, sync) makes the row this tab knows stale: the next append reads it.
+  const stopForgetting = store.feed.subscribeAll((change) => {
+    if (change.origin !== 'local') store.knownRows.set(change.userId, change.sessionId, undefined);
+  });
+  const recovery = createRecovery(store);
+  const handles = createHandleTracker(onError);
   /** Closes what the set-up made, when openTabula() fails after it. */
   const undoSetUp = async () => {
     store.closed = true;
+    recovery.close();
     await store.boards.close();
     store.coordinator.close();
     store.feed.close();
@@ -176,12 +183,6 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       knownRows: store.knownRows,
     });
   }
-  // A change made elsewhere (another tab, sync) makes the row this tab knows stale: the next append reads it.
-  const stopForgetting = store.feed.subscribeAll((change) => {
-    if (change.origin !== 'local') store.knownRows.set(change.userId, change.sessionId, undefined);
-  });
-  const recovery = createRecovery(store);
-  const handles = createHandleTracker(onError);
 
   const handleFor = (userId: string, sessionId: string, contextSchema: z.ZodObject | undefined, openTx: IDBTransaction | null = null): Session => {
     const { session, release } = createSessionHandle({
