@@ -62,7 +62,7 @@ const OPEN_CHUNK = 2;
 const SLOW_MS = 150;
 
 const GUARANTEES: Record<System, string> = {
-  tabula: 'durable when the promise resolves (transaction committed); rows validated (zod) on write and read; cross-tab events by BroadcastChannel after commit',
+  tabula: 'durable when the promise resolves (transaction committed); rows validated on write and read (zod; message rows read by a hand-written check that accepts exactly what the zod schema does); cross-tab events by BroadcastChannel after commit',
   rxdb: 'durable when insert resolves (Dexie transaction committed); no validation without a validate plugin (none here); cross-tab events by BroadcastChannel (multiInstance)',
   tinybase: 'in-memory store; durable only when an awaited persister.save() resolves (it rewrites the chat); no validation without a schema; other tabs poll (autoLoad, every 1 s)',
   dexie: 'durable when add resolves; no validation; no cross-tab event of its own: the floor posts one BroadcastChannel message after each add',
