@@ -97,6 +97,8 @@ describe('lazy registry: boards let go of before the code came', () => {
     held.release();
     await released;
     expect(opened).toContain(`${blackboardDatabaseName(name, 'u', 's')} readwrite strict`);
+    // Nothing of it is left to load here.
+    await lease.blackboard.whenLoaded;
     expect(registry.openLife('u', 's')).toBeUndefined();
     await registry.close();
     expect(await storedBoard(name)).toEqual({ kept: 1 });
