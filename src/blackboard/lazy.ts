@@ -86,11 +86,9 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
     return target.blackboard.whenLoaded
       .then(() => target.blackboard.flushed())
       .catch((error: unknown) => {
-        // Deleted before the code came: the writes went with the session. Anything else lost them.
-        if (isTabulaError(error, 'session/not-found')) return;
-        registryOptions.onError(
-          new TabulaError('storage/failed', `Could not store the blackboard writes made to session "${w.sessionId}" while Yjs loaded.`, { cause: error }),
-        );
+        // Deleted before the code came: the writes went with the session. A storage/failed (flushed()
+        // rejects with TabulaErrors only) lost them, and no handle is left to hear it: report it.
+        if (isTabulaError(error) && error.code !== 'session/not-found') registryOptions.onError(error);
       })
       .finally(() => target.release());
   };
