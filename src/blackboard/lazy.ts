@@ -14,7 +14,7 @@
  * A session deleted before the code loaded has its board database deleted
  * and the delete announced to the other tabs without loading Yjs at all.
  */
-import { TabulaError } from '../core/errors.js';
+import { isTabulaError, TabulaError } from '../core/errors.js';
 import { cloneJson, type JsonValue } from '../core/json.js';
 import type { Blackboard, BlackboardChange } from './blackboard.js';
 import { checkEntries, checkFunction, checkKey, checkValue } from './checks.js';
@@ -62,29 +62,35 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
   const waiting = new Map<string, Waiting>();
   const key = (userId: string, sessionId: string) => JSON.stringify([userId, sessionId]);
 
-  /** Puts the writes made while loading into the real board, then hands it the listeners. */
+  /**
+   * Puts the writes made while loading into the real board, then hands it the listeners. Resolves once
+   * the writes of a board every handle let go of meanwhile are durable; never rejects, so one session's
+   * board cannot fail the load for the others.
+   */
   const connect = (registry: BoardRegistry, w: Waiting): Promise<void> => {
-    for (const lease of w.leases) if (!lease.released) lease.real = registry.acquire(w.userId, w.sessionId);
-    const holder = w.leases.find((lease) => lease.real)?.real;
+    const open = w.leases
+      .filter((lease) => !lease.released)
+      .map((lease) => ({ lease, real: (lease.real = registry.acquire(w.userId, w.sessionId)) }));
     // Every handle let go of the board before the code came: the writes were accepted, so they are stored.
-    const target = holder ?? (w.replays.length > 0 ? registry.acquire(w.userId, w.sessionId) : null);
-    if (target) {
-      try {
-        for (const replay of w.replays) replay(target.blackboard);
-      } catch (error) {
-        // Only a board whose life ended meanwhile refuses: its writes went with the deleted session.
-        if (!(error instanceof TabulaError)) throw error;
-      }
-    }
+    const target = open[0]?.real ?? (w.replays.length > 0 ? registry.acquire(w.userId, w.sessionId) : null);
+    if (!target) return Promise.resolve();
+    // The registry is fresh, so its board is open and takes every write the stand-in accepted; if the
+    // session was deleted before the code came, the board closes once it learns so, and the writes go with it.
+    for (const replay of w.replays) replay(target.blackboard);
     w.replays.length = 0;
-    for (const lease of w.leases) {
-      for (const entry of lease.listeners) {
-        if (lease.real) entry.stop = lease.real.blackboard.observe(entry.listener);
-      }
+    for (const { lease, real } of open) {
+      for (const entry of lease.listeners) entry.stop = real.blackboard.observe(entry.listener);
       lease.listeners.clear();
     }
-    if (holder || !target) return Promise.resolve();
-    return target.blackboard.whenLoaded.then(() => target.blackboard.flushed()).finally(() => target.release());
+    if (open.length > 0) return Promise.resolve();
+    return target.blackboard.whenLoaded
+      .then(() => target.blackboard.flushed())
+      .catch((error: unknown) => {
+        // Deleted before the code came: the writes went with the session. A storage/failed (flushed()
+        // rejects with TabulaErrors only) lost them, and no handle is left to hear it: report it.
+        if (isTabulaError(error) && error.code !== 'session/not-found') registryOptions.onError(error);
+      })
+      .finally(() => target.release());
   };
 
   const start = (): Promise<BoardRegistry> =>
@@ -114,8 +120,9 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
     const shared = w;
     const lease: StandIn = { released: false, real: null, listeners: new Set() };
     shared.leases.push(lease);
-    const loaded = start();
-    const whenLoaded = loaded.then(() => lease.real?.blackboard.whenLoaded);
+    const whenLoaded = start().then(async () => {
+      await lease.real?.blackboard.whenLoaded;
+    });
     // A failed load is reported once, here; a caller that never awaits whenLoaded must not get an unhandled rejection.
     whenLoaded.catch(() => undefined);
 
@@ -127,7 +134,6 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
     const board = (): Blackboard | null => lease.real?.blackboard ?? null;
     const report = (changed: Iterable<string>) => {
       const keys = [...changed].sort();
-      if (keys.length === 0) return;
       for (const other of shared.leases) {
         for (const { listener } of [...other.listeners]) {
           const changes = keys.map((k2) => {
@@ -145,6 +151,8 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
       }
     };
     const write = (replay: Replay, changed: string[]) => {
+      // An empty update() or transaction changes nothing: as in Yjs, nothing to store or report.
+      if (changed.length === 0) return;
       if (batch) {
         batch.replays.push(replay);
         for (const k2 of changed) batch.changed.add(k2);
@@ -161,13 +169,13 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
         if (ready) return ready.doc;
         throw new TabulaError('blackboard/loading', `The Y.Doc of session "${sessionId}"'s blackboard is there once \`await session.blackboard.whenLoaded\` has resolved (Yjs loads on the board's first use).`);
       },
-      whenLoaded: whenLoaded.then(() => undefined),
+      whenLoaded,
       async flushed() {
-        await loaded;
-        const ready = board();
-        if (!ready) assertOpen();
-        // Released before the code came: connect() made its writes durable.
-        return ready ? ready.flushed() : undefined;
+        // start(), not the first load: after a load that failed, this tries again (as the next acquire would).
+        await start();
+        if (lease.real) return lease.real.blackboard.flushed();
+        // Only a lease released before the code came has no board (connect() made its writes durable).
+        assertOpen();
       },
       get(k2) {
         const ready = board();
@@ -226,7 +234,7 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
         } finally {
           // As a Yjs transaction: what fn did before it threw stays, and is reported once.
           batch = null;
-          if (current.replays.length > 0) write((b) => b.transact(() => current.replays.forEach((replay) => replay(b))), [...current.changed]);
+          write((b) => b.transact(() => current.replays.forEach((replay) => replay(b))), [...current.changed]);
         }
       },
       observe(listener) {
@@ -242,14 +250,13 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
 
     return {
       blackboard,
+      // Idempotent: every step is. Released before the code came, it resolves once the load has stored
+      // what was written to the board (connect()).
       async release() {
-        if (lease.released) return;
         lease.released = true;
         lease.listeners.clear();
-        if (real || loading) {
-          await loading?.catch(() => undefined);
-          await lease.real?.release();
-        }
+        await loading?.catch(() => undefined);
+        await lease.real?.release();
       },
     };
   };
@@ -275,10 +282,7 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
     },
     // Before the code loaded, no board is open in this tab (stand-ins hold no life).
     openLife: (userId, sessionId) => real?.openLife(userId, sessionId),
-    async close() {
-      if (!loading) return;
-      const registry = await loading.catch(() => null);
-      await registry?.close();
-    },
+    // A load that failed left nothing open.
+    close: async () => loading?.then((registry) => registry.close(), () => undefined),
   };
 }

@@ -86,6 +86,8 @@ interface Entry {
   /** The life, once known. */
   life: string | undefined;
   persistence: DocPersistence | null;
+  /** The name of the database `persistence` opened (null until then). */
+  database: string | null;
   provider: TabSyncProvider | null;
   whenLoaded: Promise<void>;
   /** Resolves once the life is known and persistence (if any) is open. */
@@ -136,15 +138,15 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
   const shut = async (k: string, entry: Entry, why: 'close' | 'delete') => {
     if (entry.closedBy) return;
     entry.closedBy = why;
-    if (entries.get(k) === entry) entries.delete(k);
+    // An entry leaves the map only here, on its first shut, and acquire() adds one only where the map has
+    // none: so the map still holds this one.
+    entries.delete(k);
     await entry.started;
     entry.provider?.close();
     await entry.persistence?.close();
     entry.doc.destroy();
     // A tab that opened the ended life's database after it was deleted created it afresh: remove that orphan.
-    if (why === 'delete' && entry.persistence && entry.life !== undefined) {
-      await deleteDocDatabase(blackboardDatabaseName(options.name, entry.userId, entry.sessionId, entry.life));
-    }
+    if (why === 'delete' && entry.database !== null) await deleteDocDatabase(entry.database);
   };
 
   /** Learns the life, then (unless it has ended) connects the doc to that life's channel and database. */
@@ -170,9 +172,10 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
       peerId: options.peerId,
       transport: transport(`tabula:${options.name}:blackboard:${JSON.stringify([userId, sessionId, life])}`),
       onError: options.onError,
-      ...(options.resyncIntervalMs === undefined ? {} : { resyncIntervalMs: options.resyncIntervalMs }),
+      resyncIntervalMs: options.resyncIntervalMs,
     });
-    const persistence = persistDoc(blackboardDatabaseName(options.name, userId, sessionId, life), doc, {
+    const database = blackboardDatabaseName(options.name, userId, sessionId, life);
+    const persistence = persistDoc(database, doc, {
       onError: options.onError,
       // Another tab deleted this life's database: the life has ended.
       onDeleted: () => {
@@ -181,6 +184,7 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
     });
     entry.provider = provider;
     entry.persistence = persistence;
+    entry.database = database;
     if (options.onLocalUpdate) notifyLocalUpdates(entry, persistence, options.onLocalUpdate);
     markStarted();
     provider.resync();
@@ -198,6 +202,7 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
       doc: new Y.Doc(),
       life: undefined,
       persistence: null,
+      database: null,
       provider: null,
       started,
       whenLoaded: Promise.resolve(),
@@ -289,11 +294,11 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
     },
     destroy,
     async prune(userId, sessionId, keep) {
-      const lives = new Set(await boardLivesOnDisk(options.name, userId, sessionId));
-      // A board this tab opened may not have reached the disk yet.
-      const open = entries.get(key(userId, sessionId))?.life;
-      if (open !== undefined) lives.add(open);
-      for (const life of [...lives].sort()) if (life !== keep) await destroy(userId, sessionId, life);
+      const lives = new Set<string | undefined>(await boardLivesOnDisk(options.name, userId, sessionId));
+      // A board this tab opened may not have reached the disk yet (undefined when none is open, or its life
+      // is not known yet: destroy() of no life does nothing).
+      lives.add(entries.get(key(userId, sessionId))?.life);
+      for (const life of lives) if (life !== keep) await destroy(userId, sessionId, life);
     },
     openLife: (userId, sessionId) => entries.get(key(userId, sessionId))?.life,
     async close() {

@@ -107,8 +107,9 @@ describe('lazy registry: the stand-in board', () => {
     const board = registry.acquire('u', 's').blackboard;
     const seen: string[] = [];
     const stop = board.observe((changes) => seen.push(...changes.map((c) => `stopped:${c.key}`)));
+    const bug = new Error('listener bug');
     board.observe(() => {
-      throw new Error('listener bug');
+      throw bug;
     });
     board.observe((changes) => seen.push(...changes.map((c) => `kept:${c.key}`)));
     board.set('one', 1);
@@ -119,6 +120,7 @@ describe('lazy registry: the stand-in board', () => {
       ['argument/invalid', 'A blackboard observe() listener of session "s" threw; the change was applied and the other listeners were called.'],
       ['argument/invalid', 'A blackboard observe() listener of session "s" threw; the change was applied and the other listeners were called.'],
     ]);
+    expect(errors.map((e) => e.cause)).toEqual([bug, bug]);
     held.release();
     await board.whenLoaded;
     board.set('three', 3);
