@@ -191,8 +191,10 @@ export type DeepReadonly<T> = T extends (infer U)[]
     : T;
 
 /**
- * Freezes `value` and everything reachable from it, in place, and returns
- * it. Already-frozen subtrees are skipped, so re-freezing a snapshot is cheap.
+ * Freezes `value` and every object and array reachable from it, in place,
+ * and returns it. Already-frozen subtrees are skipped, so re-freezing a
+ * snapshot is cheap. Primitives and functions are returned as they are: it
+ * freezes data, not code.
  */
 export function deepFreeze<T>(value: T): T {
   if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
@@ -205,7 +207,9 @@ export function deepFreeze<T>(value: T): T {
 
 /**
  * A string that is equal for two values exactly when they are structurally
- * equal: object keys are sorted, so insertion order does not matter.
+ * equal: object keys, Map entries and Set members are sorted, so insertion
+ * order does not matter. For a JSON value it is the value's JSON text with
+ * object keys sorted (digests stored by the integrations depend on this).
  *
  * Beyond JSON it accepts what journal entries may hold: `undefined`,
  * bigints, Dates, Maps, Sets and class instances (compared by constructor
@@ -270,9 +274,10 @@ export function stableKey(value: unknown): string {
     }
     if (current instanceof Date) return `#Date(${current.getTime()})`;
     if (current instanceof Map) {
-      const entries = [...current.entries()].map(([k, v]) => [encode(k), v] as const);
-      entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      return `#Map{${encodeEntries(entries)}}`;
+      // Whole entries are sorted, not keys alone: two keys can be equal in structure ({} and {}), and
+      // sorting by key would leave their entries in insertion order.
+      const entries = [...current.entries()].map(([k, v]) => encodeEntries([[encode(k), v]]));
+      return `#Map{${entries.sort().join(',')}}`;
     }
     if (current instanceof Set) {
       const members = [...current].map((member) => encode(member)).sort();

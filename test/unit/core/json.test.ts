@@ -179,6 +179,7 @@ describe('JSON validation: what each refusal says', () => {
     const nested = JSON.parse('{"ok": {"__proto__": 1}}') as unknown;
     const problem = findJsonProblem(nested);
     expect(problem?.path).toEqual(['ok', '__proto__']);
+    expect(problem?.code).toBe('custom');
     expect(problem?.message).toBe(findKeyProblem('__proto__'));
     expect(problem?.message).toMatch(/"__proto__" is refused.*rename the key/);
     expect(findKeyProblem('proto')).toBeNull();
@@ -231,6 +232,15 @@ describe('cloneJson and deepFreeze: edges', () => {
       configurable: true,
     });
     expect(Object.getOwnPropertyDescriptor(copy, 'b')).toEqual({ value: 1, enumerable: true, writable: true, configurable: true });
+  });
+
+  it('freezes data, not code: a function inside is left as it is', () => {
+    const callback = (): number => 1;
+    const value = deepFreeze({ onDone: callback, list: [callback] });
+    expect(Object.isFrozen(value.list)).toBe(true);
+    expect(Object.isFrozen(callback)).toBe(false);
+    expect(deepFreeze(callback)).toBe(callback);
+    expect(Object.isFrozen(callback)).toBe(false);
   });
 
   it('returns primitives as they are and skips subtrees that are already frozen', () => {
@@ -294,6 +304,7 @@ describe('stableKey: one key per structure', () => {
     ['Set{1}', new Set([1])],
     ['Set{"1"}', new Set(['1'])],
     ['Set{1, 2}', new Set([1, 2])],
+    ['Set{12}', new Set([12])],
     ['Edit(a)', new Edit('a')],
     ['Edit(b)', new Edit('b')],
     ['Note(a)', new Note('a')],
@@ -322,6 +333,33 @@ describe('stableKey: one key per structure', () => {
     expect(structuralEqual(Symbol(), Symbol(''))).toBe(true);
     expect(structuralEqual(Symbol('a'), Symbol('a'))).toBe(true);
     expect(structuralEqual(new Edit('a'), new Edit('a'))).toBe(true);
+  });
+
+  it('a Map with structurally equal keys does not depend on insertion order', () => {
+    const forward = new Map<unknown, number>([
+      [{}, 1],
+      [{}, 2],
+      [[1], 3],
+      [[1], 4],
+    ]);
+    const backward = new Map([...forward].reverse());
+    expect(stableKey(forward)).toBe(stableKey(backward));
+    expect(structuralEqual(forward, new Map<unknown, number>([[{}, 1], [{}, 2], [[1], 3], [[1], 5]]))).toBe(false);
+  });
+
+  it('insertion order never matters for Maps and Sets, whatever their keys and values', () => {
+    // Object keys are fresh objects, often structurally equal; primitive keys are unique (a repeated one would keep the last value).
+    const freshObject = fc.oneof(fc.constant(0).map(() => ({})), fc.constant(0).map(() => [1]), fc.integer({ min: 0, max: 2 }).map((x) => ({ x })));
+    const item = fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constantFrom('a', 'b'), freshObject);
+    const entries = fc.uniqueArray(fc.tuple(item, item), { maxLength: 8, selector: ([key]) => (typeof key === 'object' ? Symbol('object key') : key) });
+    fc.assert(
+      fc.property(entries, fc.func(fc.integer()), (list, rank) => {
+        const shuffled = [...list].sort((a, b) => rank(a) - rank(b));
+        expect(stableKey(new Map(shuffled))).toBe(stableKey(new Map(list)));
+        expect(stableKey(new Set(shuffled.map(([key]) => key)))).toBe(stableKey(new Set(list.map(([key]) => key))));
+      }),
+      fcParams(300),
+    );
   });
 
   it('for a JSON value, the key is the JSON text with object keys sorted', () => {
