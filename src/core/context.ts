@@ -328,9 +328,8 @@ export class WorkingContext {
 
   /** An immutable snapshot; scratchpad values are copied, so later writes here do not reach it. */
   freeze(): FrozenContext {
-    const scratchpad = [...this.#scratchpad.keys()]
-      .sort()
-      .map((key) => [key, cloneJson(this.#scratchpad.get(key) as JsonValue)] as const);
+    // freezeContext sorts the keys.
+    const scratchpad = [...this.#scratchpad].map(([key, value]) => [key, cloneJson(value)] as const);
     return freezeContext(this.#prefix, this.#messages, scratchpad, this.journal.view());
   }
 

@@ -27,7 +27,6 @@ function isPlainObject(value: object): boolean {
 }
 
 function describeKind(value: unknown): string {
-  if (value === undefined) return 'undefined';
   if (typeof value === 'number') return String(value);
   if (typeof value !== 'object' || value === null) return typeof value;
   const ctor = (value as { constructor?: { name?: unknown } }).constructor;

@@ -68,6 +68,16 @@ describe('frozen context data: each malformed part is refused as schema/invalid'
     }
   });
 
+  it('refuses a scratchpad key given twice: a snapshot holds one value per key', () => {
+    try {
+      fromFrozenData({ ...data(), scratchpad: [['k', 1], ['j', 2], ['k', 3]] });
+      expect.unreachable();
+    } catch (error) {
+      expect(isTabulaError(error, 'schema/invalid')).toBe(true);
+      expect((error as Error).message).toBe('Frozen context scratchpad[2] repeats the key "k"; a snapshot holds one value per key.');
+    }
+  });
+
   it('refuses a "__proto__" scratchpad key, naming its position', () => {
     expect(() => fromFrozenData({ ...data(), scratchpad: [['ok', 1], ['__proto__', 1]] })).toThrow(/^frozen context scratchpad\[1\]: the key "__proto__" is refused/);
   });
