@@ -105,12 +105,13 @@ export function freezeContext(
   scratchpad: readonly (readonly [string, JsonValue])[],
   journalEntries: readonly unknown[],
 ): FrozenContext {
-  scratchpad = [...scratchpad].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  // Keys are unique (a Map's, or checked by fromFrozenData), so sorting the keys orders the entries.
+  const values = new Map(scratchpad);
   let key: string | undefined;
   const snapshot: FrozenContext = {
     prefix,
     messages: Object.freeze([...messages]),
-    scratchpad: Object.freeze(scratchpad.map(([k, v]) => Object.freeze([k, deepFreeze(v)] as const))),
+    scratchpad: Object.freeze([...values.keys()].sort().map((k) => Object.freeze([k, deepFreeze(values.get(k) as JsonValue)] as const))),
     journalEntries: Object.freeze([...journalEntries]),
     key() {
       key ??= stableKey([prefix.key(), snapshot.messages, snapshot.scratchpad, snapshot.journalEntries]);

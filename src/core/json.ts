@@ -213,7 +213,9 @@ export function deepFreeze<T>(value: T): T {
  * Beyond JSON it accepts what journal entries may hold: `undefined`,
  * bigints, Dates, Maps, Sets and class instances (compared by constructor
  * name and own enumerable properties). Functions and symbols compare by
- * name only, which is as far as structure goes for them.
+ * name only, which is as far as structure goes for them. Every name is
+ * quoted like a key: a name holding `),#symbol(` must not read as more
+ * structure, or two different values would share a key.
  */
 export function stableKey(value: unknown): string {
   const ancestors = new Set<object>();
@@ -233,9 +235,9 @@ export function stableKey(value: unknown): string {
       case 'bigint':
         return `#${current}n`;
       case 'symbol':
-        return `#symbol(${current.description ?? ''})`;
+        return `#symbol(${JSON.stringify(current.description ?? '')})`;
       case 'function':
-        return `#function(${current.name})`;
+        return `#function(${JSON.stringify(current.name)})`;
       case 'object': {
         if (current === null) return 'null';
         if (ancestors.has(current)) {
@@ -285,7 +287,7 @@ export function stableKey(value: unknown): string {
     const keys = Object.keys(current).sort();
     const body = encodeEntries(keys.map((key) => [key, (current as Record<string, unknown>)[key]] as const));
     if (isPlainObject(current)) return `{${body}}`;
-    return `#${describeKind(current)}{${body}}`;
+    return `#${JSON.stringify(describeKind(current))}{${body}}`;
   };
 
   return encode(value);

@@ -324,6 +324,15 @@ describe('stableKey: one key per structure', () => {
     }
   });
 
+  it('quotes the names of symbols, functions and classes, so a name cannot pose as structure', () => {
+    expect(structuralEqual([Symbol('a'), Symbol('b')], [Symbol('a),#symbol(b')])).toBe(false);
+    const named = (name: string): (() => void) => Object.defineProperty(() => undefined, 'name', { value: name });
+    expect(structuralEqual([named('a'), named('b')], [named('a),#function(b')])).toBe(false);
+    class Plain {}
+    const posing = new (Object.defineProperty(class {}, 'name', { value: 'Plain{},#an instance of Plain' }))();
+    expect(structuralEqual([new Plain(), new Plain()], [posing])).toBe(false);
+  });
+
   it('keeps equal what is equal: Maps and Sets in any order, symbols by description', () => {
     const keys = ['e', 'b', 'd', 'a', 'c', 'g', 'f'];
     const forward = new Map(keys.map((key, index) => [key, index]));

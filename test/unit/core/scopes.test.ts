@@ -161,6 +161,7 @@ describe('scope arguments are checked where they are given', () => {
     const sparse: Message[] = [];
     sparse[1] = { role: 'user', content: 'a' };
     sparse[2] = { role: 'assistant', content: 'b' };
+    expect([...scopeIndices(lastTurns(2), sparse)].sort()).toEqual([1, 2]);
     expect([...scopeIndices(lastTurns(1), sparse)].sort()).toEqual([1, 2]);
   });
 });
