@@ -157,6 +157,11 @@ describe('scope arguments are checked where they are given', () => {
     expect([...scopeIndices(either, list)]).toEqual([1, 2]);
   });
 
+  it('allOf keeps only indices of the list, even when a custom positional scope names more', () => {
+    const wild: ContextScope = { matches: () => true, survivingIndices: (messages) => new Set([0, messages.length, messages.length + 1]) };
+    expect([...scopeIndices(allOf(wild, wild), list)]).toEqual([0]);
+  });
+
   it('lastTurns skips the holes of a sparse list', () => {
     const sparse: Message[] = [];
     sparse[1] = { role: 'user', content: 'a' };
