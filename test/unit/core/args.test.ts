@@ -3,7 +3,6 @@
  * refused with an `argument/invalid` naming the argument and what was given,
  * and never reaches code that would throw a raw TypeError.
  */
-import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { checkIterable, checkOptions, checkRecord, describeValue, isPlainObject } from '../../../src/core/args.js';
 import { TabulaError } from '../../../src/core/index.js';
@@ -19,10 +18,9 @@ function refusal(run: () => unknown): TabulaError {
 }
 
 describe('isPlainObject', () => {
-  it('accepts {} from any realm and null-prototype objects', () => {
+  it('accepts {} and null-prototype objects', () => {
     expect(isPlainObject({})).toBe(true);
     expect(isPlainObject(Object.create(null))).toBe(true);
-    expect(isPlainObject(runInNewContext('({ a: 1 })'))).toBe(true);
   });
 
   it.each([
