@@ -105,12 +105,13 @@ export function freezeContext(
   scratchpad: readonly (readonly [string, JsonValue])[],
   journalEntries: readonly unknown[],
 ): FrozenContext {
-  scratchpad = [...scratchpad].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  // Keys are unique (a Map's, or checked by fromFrozenData), so sorting the keys orders the entries.
+  const values = new Map(scratchpad);
   let key: string | undefined;
   const snapshot: FrozenContext = {
     prefix,
     messages: Object.freeze([...messages]),
-    scratchpad: Object.freeze(scratchpad.map(([k, v]) => Object.freeze([k, deepFreeze(v)] as const))),
+    scratchpad: Object.freeze([...values.keys()].sort().map((k) => Object.freeze([k, deepFreeze(values.get(k) as JsonValue)] as const))),
     journalEntries: Object.freeze([...journalEntries]),
     key() {
       key ??= stableKey([prefix.key(), snapshot.messages, snapshot.scratchpad, snapshot.journalEntries]);
@@ -328,9 +329,8 @@ export class WorkingContext {
 
   /** An immutable snapshot; scratchpad values are copied, so later writes here do not reach it. */
   freeze(): FrozenContext {
-    const scratchpad = [...this.#scratchpad.keys()]
-      .sort()
-      .map((key) => [key, cloneJson(this.#scratchpad.get(key) as JsonValue)] as const);
+    // freezeContext sorts the keys.
+    const scratchpad = [...this.#scratchpad].map(([key, value]) => [key, cloneJson(value)] as const);
     return freezeContext(this.#prefix, this.#messages, scratchpad, this.journal.view());
   }
 

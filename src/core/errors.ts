@@ -71,7 +71,7 @@ export class TabulaError extends Error {
   constructor(code: ErrorCode, message: string, options: TabulaErrorOptions = {}) {
     super(message);
     this.code = code;
-    if (options.cause !== undefined) this.cause = options.cause;
+    this.cause = options.cause;
     if (options.issues !== undefined) this.issues = [...options.issues];
   }
 }

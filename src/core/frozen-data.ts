@@ -37,10 +37,16 @@ export function fromFrozenData(data: unknown): FrozenContext {
   if (typeof prefix !== 'object' || prefix === null || !Array.isArray(messages) || !Array.isArray(scratchpad) || !Array.isArray(journalEntries)) {
     throw new TabulaError('schema/invalid', 'Frozen context data needs prefix (object), messages, scratchpad and journalEntries (arrays).');
   }
+  const seen = new Set<string>();
   const entries = scratchpad.map((pair, index): [string, JsonValue] => {
     if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string') {
       throw new TabulaError('schema/invalid', `Frozen context scratchpad[${index}] must be a [key, value] pair.`);
     }
+    // A live context keeps one value per key; a repeated key would make two snapshots that rebuild the same context unequal.
+    if (seen.has(pair[0])) {
+      throw new TabulaError('schema/invalid', `Frozen context scratchpad[${index}] repeats the key ${JSON.stringify(pair[0])}; a snapshot holds one value per key.`);
+    }
+    seen.add(pair[0]);
     return [assertSafeKey(pair[0], `frozen context scratchpad[${index}]`), assertJsonValue(pair[1], `frozen context scratchpad key ${JSON.stringify(pair[0])}`)];
   });
   return freezeContext(new PrefixContext(prefix), parseMessages(messages, 'frozen context messages'), entries, journalEntries);

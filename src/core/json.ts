@@ -27,7 +27,6 @@ function isPlainObject(value: object): boolean {
 }
 
 function describeKind(value: unknown): string {
-  if (value === undefined) return 'undefined';
   if (typeof value === 'number') return String(value);
   if (typeof value !== 'object' || value === null) return typeof value;
   const ctor = (value as { constructor?: { name?: unknown } }).constructor;
@@ -191,8 +190,10 @@ export type DeepReadonly<T> = T extends (infer U)[]
     : T;
 
 /**
- * Freezes `value` and everything reachable from it, in place, and returns
- * it. Already-frozen subtrees are skipped, so re-freezing a snapshot is cheap.
+ * Freezes `value` and every object and array reachable from it, in place,
+ * and returns it. Already-frozen subtrees are skipped, so re-freezing a
+ * snapshot is cheap. Primitives and functions are returned as they are: it
+ * freezes data, not code.
  */
 export function deepFreeze<T>(value: T): T {
   if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
@@ -205,12 +206,16 @@ export function deepFreeze<T>(value: T): T {
 
 /**
  * A string that is equal for two values exactly when they are structurally
- * equal: object keys are sorted, so insertion order does not matter.
+ * equal: object keys, Map entries and Set members are sorted, so insertion
+ * order does not matter. For a JSON value it is the value's JSON text with
+ * object keys sorted (digests stored by the integrations depend on this).
  *
  * Beyond JSON it accepts what journal entries may hold: `undefined`,
  * bigints, Dates, Maps, Sets and class instances (compared by constructor
  * name and own enumerable properties). Functions and symbols compare by
- * name only, which is as far as structure goes for them.
+ * name only, which is as far as structure goes for them. Every name is
+ * quoted like a key: a name holding `),#symbol(` must not read as more
+ * structure, or two different values would share a key.
  */
 export function stableKey(value: unknown): string {
   const ancestors = new Set<object>();
@@ -230,9 +235,9 @@ export function stableKey(value: unknown): string {
       case 'bigint':
         return `#${current}n`;
       case 'symbol':
-        return `#symbol(${current.description ?? ''})`;
+        return `#symbol(${JSON.stringify(current.description ?? '')})`;
       case 'function':
-        return `#function(${current.name})`;
+        return `#function(${JSON.stringify(current.name)})`;
       case 'object': {
         if (current === null) return 'null';
         if (ancestors.has(current)) {
@@ -270,9 +275,10 @@ export function stableKey(value: unknown): string {
     }
     if (current instanceof Date) return `#Date(${current.getTime()})`;
     if (current instanceof Map) {
-      const entries = [...current.entries()].map(([k, v]) => [encode(k), v] as const);
-      entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      return `#Map{${encodeEntries(entries)}}`;
+      // Whole entries are sorted, not keys alone: two keys can be equal in structure ({} and {}), and
+      // sorting by key would leave their entries in insertion order.
+      const entries = [...current.entries()].map(([k, v]) => encodeEntries([[encode(k), v]]));
+      return `#Map{${entries.sort().join(',')}}`;
     }
     if (current instanceof Set) {
       const members = [...current].map((member) => encode(member)).sort();
@@ -281,7 +287,7 @@ export function stableKey(value: unknown): string {
     const keys = Object.keys(current).sort();
     const body = encodeEntries(keys.map((key) => [key, (current as Record<string, unknown>)[key]] as const));
     if (isPlainObject(current)) return `{${body}}`;
-    return `#${describeKind(current)}{${body}}`;
+    return `#${JSON.stringify(describeKind(current))}{${body}}`;
   };
 
   return encode(value);

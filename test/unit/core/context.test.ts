@@ -4,9 +4,11 @@ import {
   MutationJournal,
   PrefixContext,
   WorkingContext,
+  fromFrozenData,
   isTabulaError,
   lastTurns,
   tagged,
+  toFrozenData,
   type Message,
   type TokenCounter,
 } from '../../../src/core/index.js';
@@ -296,5 +298,139 @@ describe('applyLocked', () => {
     expect(results).toEqual(['one', 'two', 'step failed']);
     expect(ctx.messages.map((m) => m.content)).toEqual(['one-q', 'one-a', 'two-q', 'two-a']);
     expect(await ctx.applyLocked((c) => c.messages.length)).toBe(4);
+  });
+});
+
+/** The TabulaError `run` throws (synchronously), or a failure when it returns. */
+function refusal(run: () => unknown): { code: string; message: string } {
+  try {
+    run();
+  } catch (error) {
+    expect(isTabulaError(error)).toBe(true);
+    return error as { code: string; message: string };
+  }
+  throw new Error('expected a TabulaError');
+}
+
+describe('WorkingContext refusals name the call, what it got and what to do', () => {
+  it.each([
+    ['an array as init', () => new WorkingContext([] as unknown as object), 'new WorkingContext(init) takes an options object or nothing, got an array of 0.'],
+    ['messages that are not iterable', () => new WorkingContext({ messages: 3 as unknown as Message[] }), 'WorkingContext messages takes an array (or another iterable), got 3.'],
+    ['a scratchpad that is not a plain object', () => new WorkingContext({ scratchpad: new Map() as unknown as Record<string, never> }), 'WorkingContext scratchpad takes a plain object, got an instance of Map.'],
+    ['a fractional limit', () => new WorkingContext({ limit: 1.5 }), 'WorkingContext limit must be a whole number of tokens ≥ 0 or null, got 1.5.'],
+    ['a negative limit', () => new WorkingContext({ limit: -1 }), 'WorkingContext limit must be a whole number of tokens ≥ 0 or null, got -1.'],
+    ['a prefix that is not a PrefixContext', () => new WorkingContext({ prefix: { systemPrompt: 'x' } as unknown as PrefixContext }), 'WorkingContext prefix must be a PrefixContext; build one with new PrefixContext({...}).'],
+    ['extend() with a string', () => new WorkingContext().extend('hi' as unknown as Message[]), 'context.extend(messages) takes an array (or another iterable), got "hi".'],
+    ['update() with an array', () => new WorkingContext().update([1] as unknown as Record<string, never>), 'context.update(values) takes a plain object, got an array of 1.'],
+    ['an empty scratchpad key', () => new WorkingContext().set('', 1), 'A scratchpad key must be a non-empty string, got "".'],
+    ['a number as scratchpad key', () => new WorkingContext().set(7 as unknown as string, 1), 'A scratchpad key must be a non-empty string, got 7.'],
+    ['merge() with a non-context', () => new WorkingContext().merge({} as WorkingContext), 'context.merge(other) takes a WorkingContext, got an object.'],
+    ['merge() with options that are not an object', () => new WorkingContext().merge(new WorkingContext(), 'union' as unknown as object), 'context.merge(other, options) takes an options object or nothing, got "union".'],
+    ['merge() with an unknown mode', () => new WorkingContext().merge(new WorkingContext(), { mode: 'zip' as 'union' }), `merge mode must be 'concat' or 'union', got "zip".`],
+    ['diff() with null', () => new WorkingContext().diff(null as unknown as WorkingContext), 'context.diff(other) takes a WorkingContext, got null.'],
+    ['slice() with a function', () => new WorkingContext().slice((() => true) as unknown as ReturnType<typeof lastTurns>), 'context.slice(scope) takes a scope (lastTurns(), since(), tagged(), allOf()…), got a function.'],
+  ])('refuses %s', (_label, run, message) => {
+    const error = refusal(run);
+    expect(error.code).toBe('argument/invalid');
+    expect(error.message).toBe(message);
+  });
+
+  it('refuses "__proto__" as a scratchpad key with schema/invalid, in set, update and init', () => {
+    for (const run of [
+      () => new WorkingContext().set('__proto__', 1),
+      () => new WorkingContext().update(JSON.parse('{"ok": 1, "__proto__": 2}') as Record<string, number>),
+      () => new WorkingContext({ scratchpad: JSON.parse('{"__proto__": 2}') as Record<string, number> }),
+    ]) {
+      const error = refusal(run);
+      expect(error.code).toBe('schema/invalid');
+      expect(error.message).toMatch(/^scratchpad key: the key "__proto__" is refused/);
+    }
+  });
+
+  it('names a bad initial message by its index', () => {
+    const error = refusal(() => new WorkingContext({ messages: [user('a'), user('b'), { role: 'bot' } as unknown as Message] }));
+    expect(error.code).toBe('schema/invalid');
+    expect(error.message).toMatch(/^messages\[2\] is not a valid chat message/);
+  });
+
+  it('accepts a limit of 0, and a limit equal to the count', async () => {
+    expect(new WorkingContext({ limit: 0 }).limit).toBe(0);
+    await expect(new WorkingContext({ limit: 0 }).assertWithinLimit()).resolves.toBe(0);
+    const ctx = new WorkingContext({ messages: [user('hello there')] });
+    const tokens = await ctx.tokens();
+    await expect(new WorkingContext({ messages: ctx.messages, limit: tokens }).assertWithinLimit()).resolves.toBe(tokens);
+    await expect(new WorkingContext({ messages: ctx.messages, limit: tokens - 1 }).assertWithinLimit()).rejects.toThrow(
+      `The context holds ${tokens} tokens (${ctx.tokenCounter.name}), over its limit of ${tokens - 1}; slice it (e.g. lastTurns) or compact older messages into a summary before calling the model.`,
+    );
+  });
+});
+
+describe('WorkingContext: what does not change', () => {
+  it('an empty extend or merge keeps the same messages array', () => {
+    const ctx = new WorkingContext({ messages: [user('a')] });
+    const before = ctx.messages;
+    ctx.extend([]);
+    expect(ctx.messages).toBe(before);
+    ctx.merge(new WorkingContext({ messages: [user('a')] }), { mode: 'union' });
+    expect(ctx.messages).toBe(before);
+    ctx.extend([user('b')]);
+    expect(ctx.messages.map((message) => message.content)).toEqual(['a', 'b']);
+    expect(ctx.messages).not.toBe(before);
+  });
+
+  it('merging two contexts that share a journal does not copy its entries onto themselves', () => {
+    const journal = new MutationJournal(['seed']);
+    const a = new WorkingContext({ journal });
+    const b = new WorkingContext({ journal });
+    journal.record('edit');
+    a.merge(b);
+    expect(journal.view()).toEqual(['seed', 'edit']);
+  });
+});
+
+describe('FrozenContext', () => {
+  it('equals() refuses what is not a snapshot, naming it', () => {
+    const frozen = new WorkingContext().freeze();
+    for (const [other, shown] of [
+      [null, 'null'],
+      [{}, 'an object'],
+      [new WorkingContext(), 'an instance of WorkingContext'],
+    ] as const) {
+      const error = refusal(() => frozen.equals(other as unknown as typeof frozen));
+      expect(error.code).toBe('argument/invalid');
+      expect(error.message).toBe(`frozen.equals(other) compares with a FrozenContext (from context.freeze()), got ${shown}.`);
+    }
+  });
+
+  it('a snapshot equals itself even when a journal entry has a cycle no key can describe', () => {
+    const entry: Record<string, unknown> = { op: 'set' };
+    entry.self = entry;
+    const frozen = new WorkingContext({ journal: new MutationJournal([entry]) }).freeze();
+    expect(frozen.equals(frozen)).toBe(true);
+  });
+
+  it('fromFrozen() refuses what is not a snapshot and points at fromFrozenData', () => {
+    const frozen = new WorkingContext().freeze();
+    for (const [value, shown] of [
+      [null, 'null'],
+      [{ ...frozen, key: undefined }, 'an object'],
+      [{ ...frozen, prefix: { systemPrompt: '' } }, 'an object'],
+      [{ ...frozen, scratchpad: {} }, 'an object'],
+    ] as const) {
+      const error = refusal(() => WorkingContext.fromFrozen(value as unknown as typeof frozen));
+      expect(error.code).toBe('argument/invalid');
+      expect(error.message).toBe(
+        `WorkingContext.fromFrozen() takes a FrozenContext (from context.freeze()), got ${shown}; for data that crossed a worker use fromFrozenData().`,
+      );
+    }
+  });
+
+  it('a snapshot rebuilt from data with its scratchpad in any order is sorted and equal', () => {
+    const keys = ['m', 'c', 'x', 'a', 'q', 'b', 'z', 'k'];
+    const ctx = new WorkingContext({ scratchpad: Object.fromEntries(keys.map((key, index) => [key, index])) });
+    const data = toFrozenData(ctx.freeze());
+    const shuffled = fromFrozenData({ ...data, scratchpad: [...data.scratchpad].reverse() });
+    expect(shuffled.scratchpad.map(([key]) => key)).toEqual([...keys].sort());
+    expect(shuffled.equals(ctx.freeze())).toBe(true);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TabulaError, describeIssues, formatPath, isTabulaError } from '../../../src/core/index.js';
+import { TabulaError, assertNever, describeIssues, formatPath, isTabulaError } from '../../../src/core/index.js';
 
 describe('TabulaError', () => {
   it('carries a code, a cause and untouched issues', () => {
@@ -30,5 +30,49 @@ describe('TabulaError', () => {
     expect(describeIssues([{ path: ['a', 1], message: 'expected string' }, { path: [], message: 'x' }])).toBe(
       'a[1]: expected string; (root): x',
     );
+  });
+});
+
+describe('isTabulaError', () => {
+  it.each([
+    ['a string', 'TabulaError'],
+    ['undefined', undefined],
+    ['a TabulaError-named object without a code', { name: 'TabulaError' }],
+    ['a TabulaError-named object with a numeric code', { name: 'TabulaError', code: 5 }],
+    ['another error with a string code', { name: 'Error', code: 'run/busy' }],
+    ['a function named TabulaError', Object.assign(function TabulaError() {}, { code: 'run/busy' })],
+  ])('refuses %s', (_label, value) => {
+    expect(isTabulaError(value)).toBe(false);
+    expect(isTabulaError(value, 'run/busy')).toBe(false);
+  });
+
+  it('accepts a real one with or without the code asked for', () => {
+    const error = new TabulaError('run/busy', 'Busy.');
+    expect(isTabulaError(error)).toBe(true);
+    expect(isTabulaError(error, 'run/busy')).toBe(true);
+    expect(isTabulaError(error, 'run/stale')).toBe(false);
+  });
+});
+
+describe('assertNever', () => {
+  function shown(value: unknown): string {
+    try {
+      assertNever(value as never, 'op kind');
+    } catch (error) {
+      expect(isTabulaError(error, 'argument/invalid')).toBe(true);
+      return (error as Error).message;
+    }
+    throw new Error('assertNever returned');
+  }
+
+  it('throws argument/invalid naming what was unknown, whatever the value', () => {
+    expect(shown({ kind: 'teleport' })).toBe('Unknown op kind: {"kind":"teleport"}.');
+    expect(shown('teleport')).toBe('Unknown op kind: "teleport".');
+    expect(shown(undefined)).toBe('Unknown op kind: undefined.');
+    expect(shown(() => 1)).toBe('Unknown op kind: function.');
+    expect(shown(1n)).toBe('Unknown op kind: bigint.');
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(shown(cyclic)).toBe('Unknown op kind: object.');
   });
 });

@@ -47,3 +47,38 @@ describe('frozen context as data', () => {
     }
   });
 });
+
+describe('frozen context data: each malformed part is refused as schema/invalid', () => {
+  const data = () => toFrozenData(new WorkingContext({ scratchpad: { k: 1 } }).freeze());
+
+  it.each([
+    ['a string', () => 'frozen', 'Frozen context data must be an object with prefix, messages, scratchpad and journalEntries.'],
+    ['a string prefix', () => ({ ...data(), prefix: 'p' }), 'Frozen context data needs prefix (object), messages, scratchpad and journalEntries (arrays).'],
+    ['a null prefix', () => ({ ...data(), prefix: null }), 'Frozen context data needs prefix (object), messages, scratchpad and journalEntries (arrays).'],
+    ['journalEntries that are not an array', () => ({ ...data(), journalEntries: {} }), 'Frozen context data needs prefix (object), messages, scratchpad and journalEntries (arrays).'],
+    ['a scratchpad triple', () => ({ ...data(), scratchpad: [['k', 1, 2]] }), 'Frozen context scratchpad[0] must be a [key, value] pair.'],
+    ['a scratchpad pair with a number key', () => ({ ...data(), scratchpad: [[1, 1]] }), 'Frozen context scratchpad[0] must be a [key, value] pair.'],
+  ])('%s', (_label, value, message) => {
+    try {
+      fromFrozenData(value());
+      expect.unreachable();
+    } catch (error) {
+      expect(isTabulaError(error, 'schema/invalid')).toBe(true);
+      expect((error as Error).message).toBe(message);
+    }
+  });
+
+  it('refuses a scratchpad key given twice: a snapshot holds one value per key', () => {
+    try {
+      fromFrozenData({ ...data(), scratchpad: [['k', 1], ['j', 2], ['k', 3]] });
+      expect.unreachable();
+    } catch (error) {
+      expect(isTabulaError(error, 'schema/invalid')).toBe(true);
+      expect((error as Error).message).toBe('Frozen context scratchpad[2] repeats the key "k"; a snapshot holds one value per key.');
+    }
+  });
+
+  it('refuses a "__proto__" scratchpad key, naming its position', () => {
+    expect(() => fromFrozenData({ ...data(), scratchpad: [['ok', 1], ['__proto__', 1]] })).toThrow(/^frozen context scratchpad\[1\]: the key "__proto__" is refused/);
+  });
+});

@@ -1,3 +1,5 @@
+import fc from 'fast-check';
+import { fcParams } from '../seed.js';
 import { describe, expect, it } from 'vitest';
 import { shortHash } from '../../../src/core/index.js';
 
@@ -11,5 +13,16 @@ describe('shortHash', () => {
   it('tells apart strings that differ in one code unit, in order, or in length', () => {
     const inputs = ['ab', 'ba', 'abc', 'abd', 'ab\u0000', '\ud83d\ude00', '\ud83d\ude01'];
     expect(new Set(inputs.map(shortHash)).size).toBe(inputs.length);
+  });
+});
+
+describe('shortHash on any text', () => {
+  it('is always 16 hex digits, zero-padded in each half', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (text) => {
+        expect(shortHash(text)).toMatch(/^[0-9a-f]{16}$/);
+      }),
+      fcParams(500),
+    );
   });
 });

@@ -92,3 +92,28 @@ describe('hybrid logical clock', () => {
     );
   });
 });
+
+describe('HLC counters', () => {
+  const counterOf = (key: string): number => parseHlc(key).counter;
+
+  it('starts each new millisecond at counter 0 and counts up within one', () => {
+    let wall = 1_000;
+    const clock = createHlc({ clientId: 'a', wallClock: () => wall });
+    expect(counterOf(clock.now())).toBe(0);
+    expect(counterOf(clock.now())).toBe(1);
+    wall = 2_000;
+    expect(counterOf(clock.now())).toBe(0);
+  });
+
+  it('on receive, follows whichever clock holds the greatest wall time', () => {
+    const clock = createHlc({ clientId: 'a', wallClock: () => 1_000 });
+    clock.now();
+    clock.now(); // counter 1 at 1000
+    // A remote behind us in wall time, however high its counter: ours counts on.
+    expect(parseHlc(clock.receive(formatHlc({ wallMs: 900, counter: 50, clientId: 'b' })))).toMatchObject({ wallMs: 1_000, counter: 2 });
+    // A remote ahead of us: its counter counts on, ours is forgotten.
+    expect(parseHlc(clock.receive(formatHlc({ wallMs: 1_500, counter: 0, clientId: 'b' })))).toMatchObject({ wallMs: 1_500, counter: 1 });
+    // The same wall time on both sides: the higher counter counts on.
+    expect(parseHlc(clock.receive(formatHlc({ wallMs: 1_500, counter: 7, clientId: 'b' })))).toMatchObject({ wallMs: 1_500, counter: 8 });
+  });
+});

@@ -92,3 +92,19 @@ describe('MutationJournal', () => {
     );
   });
 });
+
+describe('MutationJournal arguments and no-ops', () => {
+  it('refuses a non-iterable seed or batch, naming the call', () => {
+    expect(() => new MutationJournal(5 as unknown as [])).toThrow('new MutationJournal(initial) takes an array (or another iterable), got 5.');
+    expect(() => new MutationJournal().apply('ab')).toThrow('journal.apply(entries) takes an array (or another iterable), got "ab".');
+  });
+
+  it('an empty batch keeps the same view', () => {
+    const journal = new MutationJournal(['a']);
+    const view = journal.view();
+    journal.apply([]);
+    expect(journal.view()).toBe(view);
+    journal.apply(['b']);
+    expect(journal.view()).toEqual(['a', 'b']);
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MessageSchema, isTabulaError, messageText, parseMessage, type Message } from '../../../src/core/index.js';
+import { MessageSchema, isTabulaError, messageText, parseMessage, parseMessages, type Message } from '../../../src/core/index.js';
 
 function refusal(value: unknown): { message: string; issues: { path: PropertyKey[] }[] } {
   try {
@@ -59,5 +59,77 @@ describe('MessageSchema', () => {
     expect(messageText({ role: 'user', content: 'a' })).toBe('a');
     expect(messageText({ role: 'assistant', content: null, tool_calls: [] })).toBe('');
     expect(messageText({ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'image_url', image_url: { url: 'u' } }, { type: 'text', text: 'b' }] })).toBe('ab');
+  });
+});
+
+describe('MessageSchema: the chat API rules, each with its own words', () => {
+  const call = { id: 'call_1', type: 'function' as const, function: { name: 'lookup', arguments: '{}' } };
+
+  it.each([
+    ['a tool message without its call id', { role: 'tool', content: 'x' }, [['tool_call_id', 'a tool message must name the call it answers']]],
+    ['a call id on a user message', { role: 'user', content: 'x', tool_call_id: 'call_1' }, [['tool_call_id', 'only a tool message answers a call']]],
+    ['tool calls on a system message', { role: 'system', content: 'x', tool_calls: [call] }, [['tool_calls', 'only an assistant message makes tool calls']]],
+    [
+      'null content on a user message with tool calls',
+      { role: 'user', content: null, tool_calls: [call] },
+      [
+        ['tool_calls', 'only an assistant message makes tool calls'],
+        ['content', 'content may be null only on an assistant message with tool_calls; use "" for an empty message'],
+      ],
+    ],
+    [
+      'null content on an assistant message with an empty tool_calls list',
+      { role: 'assistant', content: null, tool_calls: [] },
+      [['content', 'content may be null only on an assistant message with tool_calls; use "" for an empty message']],
+    ],
+  ])('refuses %s', (_label, value, expected) => {
+    const error = refusal(value);
+    expect(error.issues.map((issue) => [(issue.path as string[]).join('.'), (issue as { message?: string }).message])).toEqual(expected);
+    for (const issue of error.issues) expect((issue as { code?: string }).code).toBe('custom');
+    expect(error.message).toBe(`messages[2] is not a valid chat message: ${expected.map(([path, text]) => `${path}: ${text}`).join('; ')}.`);
+  });
+
+  it.each([
+    ['null', null],
+    ['a string', 'hello'],
+    ['a number', 3],
+    ['undefined', undefined],
+  ])('refuses %s as schema/invalid, never a TypeError', (_label, value) => {
+    expect(refusal(value).message).toMatch(/^messages\[2\] is not a valid chat message: \(root\): /);
+  });
+});
+
+describe('a StoredMessage is accepted as a message', () => {
+  const stored = { role: 'user', content: 'hi', id: 'm1', order: '0001', createdAt: 5 };
+
+  it.each(['complete', 'streaming', 'interrupted'])('drops the four storage fields of a %s message and keeps the rest', (status) => {
+    const message = parseMessage({ ...stored, status, name: 'ann' });
+    expect(message).toEqual({ role: 'user', content: 'hi', name: 'ann' });
+    expect(Object.isFrozen(message)).toBe(true);
+  });
+
+  it.each([
+    ['id', { id: 1 }],
+    ['order', { order: 1 }],
+    ['createdAt', { createdAt: '5' }],
+    ['status', { status: 'done' }],
+  ])('refuses the storage fields as unknown when %s is not a storage value', (field, override) => {
+    const error = refusal({ ...stored, status: 'complete', ...override });
+    expect(error.message).toContain('Unrecognized key');
+    expect(error.message).toContain(`"${field}"`);
+  });
+
+  it('refuses a stray id alone as an unknown field', () => {
+    expect(refusal({ role: 'user', content: 'x', id: 'm1' }).message).toContain('"id"');
+  });
+});
+
+describe('parseMessages', () => {
+  it('validates each message and names the bad one by index', () => {
+    const messages = parseMessages(new Set([{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }]));
+    expect(messages.map(messageText)).toEqual(['a', 'b']);
+    expect(messages.every((message) => Object.isFrozen(message))).toBe(true);
+    expect(() => parseMessages([{ role: 'user', content: 'a' }, { role: 'bot', content: 'b' }])).toThrow(/^messages\[1\] is not a valid chat message: role:/);
+    expect(() => parseMessages([{ role: 'bot', content: 'b' }], 'history')).toThrow(/^history\[0\] is not a valid chat message/);
   });
 });

@@ -55,3 +55,30 @@ describe('PrefixContext', () => {
     }
   });
 });
+
+describe('PrefixContext refusals', () => {
+  function refusal(run: () => unknown): { code: string; message: string } {
+    try {
+      run();
+    } catch (error) {
+      expect(isTabulaError(error, 'argument/invalid')).toBe(true);
+      return error as { code: string; message: string };
+    }
+    throw new Error('expected a TabulaError');
+  }
+
+  it.each([
+    ['a string as init', () => new PrefixContext('be brief' as unknown as object), 'new PrefixContext(init) takes an options object or nothing, got "be brief".'],
+    ['a systemPrompt that is not a string', () => new PrefixContext({ systemPrompt: 3 as unknown as string }), 'PrefixContext: systemPrompt must be a string.'],
+    ['a schemaBlock that is not a string or null', () => new PrefixContext({ schemaBlock: {} as unknown as string }), 'PrefixContext: schemaBlock must be a string or null.'],
+    ['grounding that is not iterable', () => new PrefixContext({ grounding: 1 as unknown as [] }), 'PrefixContext grounding takes an array (or another iterable), got 1.'],
+    ['equals() with a plain object', () => new PrefixContext().equals({ systemPrompt: '' } as unknown as PrefixContext), 'prefix.equals(other) compares with a PrefixContext, got an object.'],
+  ])('refuses %s, naming it', (_label, run, message) => {
+    expect(refusal(run).message).toBe(message);
+  });
+
+  it('takes a schemaBlock of null or a string', () => {
+    expect(new PrefixContext({ schemaBlock: null }).asMessages()).toEqual([]);
+    expect(new PrefixContext({ schemaBlock: '' }).asMessages()).toEqual([{ role: 'system', content: '' }]);
+  });
+});

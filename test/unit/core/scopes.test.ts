@@ -9,6 +9,7 @@ import {
   scopeIndices,
   since,
   tagged,
+  type ContextScope,
   type Message,
 } from '../../../src/core/index.js';
 
@@ -103,5 +104,69 @@ describe('combinators over a positional scope', () => {
   it('applyScope keeps the original order and element type', () => {
     const kept = applyScope(tagged('bot'), transcript);
     expect(kept.map((m) => m.content)).toEqual(['a1', null, 'a2', 'a3']);
+  });
+});
+
+function refusalOf(run: () => unknown): { code: string; message: string } {
+  try {
+    run();
+  } catch (error) {
+    expect(isTabulaError(error)).toBe(true);
+    return error as { code: string; message: string };
+  }
+  throw new Error('expected a TabulaError');
+}
+
+describe('scope arguments are checked where they are given', () => {
+  const list: Message[] = [
+    { role: 'user', content: 'a', name: 'ann' },
+    { role: 'assistant', content: 'b' },
+    { role: 'user', content: 'c', name: 'bob' },
+  ];
+  const functionWithMatches = Object.assign(() => true, { matches: () => true });
+
+  it.each([
+    ['null', () => scopeIndices(null as unknown as ContextScope, list), 'scopeIndices(scope) takes a scope (lastTurns(), since(), tagged(), allOf()…), got null.'],
+    ['an object without matches', () => applyScope({} as ContextScope, list), 'applyScope(scope) takes a scope (lastTurns(), since(), tagged(), allOf()…), got an object.'],
+    ['matches that is not a function', () => not({ matches: true } as unknown as ContextScope), 'not(scope) takes a scope (lastTurns(), since(), tagged(), allOf()…), got an object.'],
+    ['a function', () => scopeIndices(functionWithMatches as unknown as ContextScope, list), 'scopeIndices(scope) takes a scope (lastTurns(), since(), tagged(), allOf()…), got a function.'],
+    ['a bad allOf() argument, by position', () => allOf(tagged('a'), 5 as unknown as ContextScope), 'allOf() argument 1 takes a scope (lastTurns(), since(), tagged(), allOf()…), got 5.'],
+    ['a bad anyOf() argument, by position', () => anyOf(undefined as unknown as ContextScope), 'anyOf() argument 0 takes a scope (lastTurns(), since(), tagged(), allOf()…), got undefined.'],
+    ['a list that is not an array', () => scopeIndices(since(0), new Set(list) as unknown as Message[]), 'A scope resolves over an array of messages, got an instance of Set.'],
+    ['a negative lastTurns count', () => lastTurns(-1), 'lastTurns(n) must be a whole number ≥ 0, got -1.'],
+    ['a fractional since index', () => since(0.5), 'since(index) must be a whole number ≥ 0, got 0.5.'],
+    ['an empty author name', () => tagged(''), 'tagged(name) needs a non-empty author name.'],
+    ['an author name that is not a string', () => tagged(7 as unknown as string), 'tagged(name) needs a non-empty author name.'],
+  ])('refuses %s with argument/invalid', (_label, run, message) => {
+    const error = refusalOf(run);
+    expect(error.code).toBe('argument/invalid');
+    expect(error.message).toBe(message);
+  });
+
+  it('lastTurns says how to resolve it when asked about one message', () => {
+    const error = refusalOf(() => lastTurns(1).matches(list[0]!, 0));
+    expect(error.code).toBe('scope/positional');
+    expect(error.message).toBe('lastTurns() depends on the whole list and cannot judge one message; resolve it with scopeIndices() or slice().');
+  });
+
+  it('plain anyOf and allOf judge one message through matches()', () => {
+    const either = anyOf(tagged('bob'), since(1));
+    expect(list.map((message, index) => either.matches(message, index))).toEqual([false, true, true]);
+    const both = allOf(tagged('bob'), since(1));
+    expect(list.map((message, index) => both.matches(message, index))).toEqual([false, false, true]);
+    expect([...scopeIndices(either, list)]).toEqual([1, 2]);
+  });
+
+  it('allOf keeps only indices of the list, even when a custom positional scope names more', () => {
+    const wild: ContextScope = { matches: () => true, survivingIndices: (messages) => new Set([0, messages.length, messages.length + 1]) };
+    expect([...scopeIndices(allOf(wild, wild), list)]).toEqual([0]);
+  });
+
+  it('lastTurns skips the holes of a sparse list', () => {
+    const sparse: Message[] = [];
+    sparse[1] = { role: 'user', content: 'a' };
+    sparse[2] = { role: 'assistant', content: 'b' };
+    expect([...scopeIndices(lastTurns(2), sparse)].sort()).toEqual([1, 2]);
+    expect([...scopeIndices(lastTurns(1), sparse)].sort()).toEqual([1, 2]);
   });
 });

@@ -4,6 +4,7 @@ import {
   IMAGE_PART_TOKENS,
   MESSAGE_OVERHEAD_TOKENS,
   estimateMessageTokens,
+  messageFixedTokens,
   messageTokenText,
   type Message,
 } from '../../../src/core/index.js';
@@ -48,5 +49,32 @@ describe('ApproxTokenCounter', () => {
     expect(counter.name).toBe('approx');
     expect(await counter.count(messages)).toBe(estimateMessageTokens(messages[0]!) + estimateMessageTokens(messages[1]!));
     expect(await counter.count([])).toBe(0);
+  });
+});
+
+describe('fixed costs and counting each message', () => {
+  it('charges IMAGE_PART_TOKENS per image part and nothing extra for text parts', () => {
+    const message: Message = {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'a' },
+        { type: 'image_url', image_url: { url: 'u' } },
+        { type: 'text', text: 'b' },
+      ],
+    };
+    expect(messageFixedTokens(message)).toBe(MESSAGE_OVERHEAD_TOKENS + IMAGE_PART_TOKENS);
+    expect(messageFixedTokens({ role: 'user', content: 'abc' })).toBe(MESSAGE_OVERHEAD_TOKENS);
+  });
+
+  it('countEach gives one estimate per message, in order, summing to count', async () => {
+    const counter = new ApproxTokenCounter();
+    const messages: Message[] = [
+      { role: 'user', content: 'x'.repeat(40) },
+      { role: 'assistant', content: 'y' },
+    ];
+    const each = await counter.countEach(messages);
+    expect(each).toEqual(messages.map(estimateMessageTokens));
+    expect(each[0]).toBeGreaterThan(each[1]!);
+    expect(each.reduce((a, b) => a + b, 0)).toBe(await counter.count(messages));
   });
 });
