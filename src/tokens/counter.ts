@@ -190,8 +190,8 @@ function tokenTexts(messages: unknown, method: string): string[] {
 /** A worker's count of one text, checked at the boundary: a worker (or a stale cached script) may answer anything. */
 function checkedCount(value: unknown): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-    // NaN and undefined have no JSON form ("null", nothing): show them as they are.
-    const shown = typeof value === 'number' || value === undefined ? String(value) : JSON.stringify(value);
+    // Numbers as they are (JSON shows NaN as "null"); JSON.stringify(undefined) is undefined, shown as "undefined".
+    const shown = typeof value === 'number' ? String(value) : JSON.stringify(value);
     throw new TabulaError('schema/invalid', `The token worker answered ${shown} for a text; expected a whole number ≥ 0.`);
   }
   return value;
