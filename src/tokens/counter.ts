@@ -89,20 +89,18 @@ export interface WorkerTokenCounter extends TokenCounter {
 interface Backend {
   readonly mode: CounterMode;
   readonly engine: CountingEngine | Comlink.Remote<CountingEngine>;
-  /** Whether a stuck request can be cut short by restarting the backend. */
-  readonly restartable: boolean;
   dispose(): void;
 }
 
 const LARGE_TEXT_CHARS = 256 * 1024;
 
-/** A request that gave no count: its budget ran out, or the worker failed. The caller estimates. */
-class Unanswered extends Error {}
+/** What a request that gave no count resolves: its budget ran out, or the worker failed. The caller estimates. */
+const UNANSWERED = Symbol('unanswered');
 
 function withBudget<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Unanswered(`no answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
   });
   return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
 }
@@ -132,25 +130,24 @@ function startWorker(kind: Kind, encoding: Encoding, url: string | URL | undefin
   const failed = new Promise<never>((_, reject) => {
     worker.addEventListener('error', (event) => reject(new Error((event as ErrorEvent).message || `the ${kind} worker script failed to load`)), { once: true });
   });
-  const engine = Comlink.wrap<CountingEngine>(worker instanceof Worker ? worker : worker.port);
+  // Told apart by shape, not `instanceof Worker`: a page may have SharedWorker without Worker.
+  const engine = Comlink.wrap<CountingEngine>('port' in worker ? worker.port : worker);
   return {
     failed,
     backend: {
       mode: kind,
       engine,
-      // A shared worker serves other tabs too: it cannot be terminated from here.
-      restartable: kind === 'dedicated',
       dispose: () => {
         engine[Comlink.releaseProxy]();
-        if (worker instanceof Worker) worker.terminate();
-        else worker.port.close();
+        if ('port' in worker) worker.port.close();
+        else worker.terminate();
       },
     },
   };
 }
 
 function inThread(): Backend {
-  return { mode: 'in-thread', engine: createEngine(IN_THREAD_ENCODINGS), restartable: false, dispose: () => undefined };
+  return { mode: 'in-thread', engine: createEngine(IN_THREAD_ENCODINGS), dispose: () => undefined };
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -193,8 +190,8 @@ function tokenTexts(messages: unknown, method: string): string[] {
 /** A worker's count of one text, checked at the boundary: a worker (or a stale cached script) may answer anything. */
 function checkedCount(value: unknown): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-    // NaN and undefined have no JSON form ("null", nothing): show them as they are.
-    const shown = typeof value === 'number' || value === undefined ? String(value) : JSON.stringify(value);
+    // Numbers as they are (JSON shows NaN as "null"); JSON.stringify(undefined) is undefined, shown as "undefined".
+    const shown = typeof value === 'number' ? String(value) : JSON.stringify(value);
     throw new TabulaError('schema/invalid', `The token worker answered ${shown} for a text; expected a whole number ≥ 0.`);
   }
   return value;
@@ -289,21 +286,22 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
 
   /**
    * Runs a request: in a worker under a timer (a stuck dedicated worker is restarted), in the
-   * calling thread with the engine's own budget. Unanswered means: estimate.
+   * calling thread with the engine's own budget. UNANSWERED means: estimate.
    */
-  const request = async <T>(run: (engine: Backend['engine'], inThreadBudgetMs: number | undefined) => Promise<T | null>, chars: number): Promise<T | Unanswered> => {
+  const request = async <T>(run: (engine: Backend['engine'], inThreadBudgetMs: number | undefined) => Promise<T | null>, chars: number): Promise<T | typeof UNANSWERED> => {
     if (closed) throw new TabulaError('storage/closed', 'This token counter is closed; create a new one.');
     const b = await started();
-    if (b.mode === 'in-thread') return (await run(b.engine, requestTimeoutMs)) ?? new Unanswered('the time budget ran out');
+    if (b.mode === 'in-thread') return (await run(b.engine, requestTimeoutMs)) ?? UNANSWERED;
     try {
-      return (await withBudget(run(b.engine, undefined), requestTimeoutMs + chars / 500)) ?? new Unanswered('the time budget ran out');
+      return (await withBudget(run(b.engine, undefined), requestTimeoutMs + chars / 500)) ?? UNANSWERED;
     } catch (error) {
       if (error instanceof Error && error.name === 'AbortError') throw error;
-      if (b.restartable && !closed && backend !== null) {
+      // Only a dedicated worker can be cut short: a shared one serves other tabs too, so it is kept.
+      if (b.mode === 'dedicated' && !closed && backend !== null) {
         b.dispose();
         backend = null;
       }
-      return error instanceof Unanswered ? error : new Unanswered(`the worker failed: ${error instanceof Error ? error.message : String(error)}`);
+      return UNANSWERED;
     }
   };
 
@@ -311,7 +309,7 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
   const cacheable = (text: string) => text.length < LARGE_TEXT_CHARS;
 
   const measureTexts = async (texts: string[]): Promise<TokenMeasure[]> => {
-    const measures = new Array<TokenMeasure>(texts.length);
+    const measures: TokenMeasure[] = [];
     const missing: number[] = [];
     texts.forEach((text, i) => {
       const hit = cacheable(text) ? cache.get(textKey(text)) : undefined;
@@ -323,7 +321,7 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
     const batch = missing.map((i) => texts[i] as string);
     const chars = batch.reduce((sum, text) => sum + text.length, 0);
     const result = await request((engine, budgetMs) => engine.countTexts(encoding, batch, budgetMs), chars);
-    if (result instanceof Unanswered) {
+    if (result === UNANSWERED) {
       // Estimates are answers for now, never cached: the next call counts again.
       missing.forEach((i) => (measures[i] = { tokens: estimateTextTokens(texts[i] as string), exact: false }));
       totals.estimated += missing.length;
@@ -379,7 +377,7 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
     try {
       // Comlink.proxy marks the callback for transfer and leaves it callable, so in-thread mode can use it as is.
       const result = await request((engine, budgetMs) => engine.countLarge(encoding, id, text, progress, budgetMs), text.length);
-      if (result instanceof Unanswered) {
+      if (result === UNANSWERED) {
         totals.estimated += 1;
         return { tokens: estimateTextTokens(text), exact: false };
       }

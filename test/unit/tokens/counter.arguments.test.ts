@@ -6,7 +6,7 @@
  * what it held. Seeded with fast-check; TABULA_SEED=n replays a seed.
  */
 import * as fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import * as o200k from 'gpt-tokenizer/encoding/o200k_base';
 import { createTokenCounter, isTabulaError, messageFixedTokens, messageTokenText, type Message, type TokenCounterOptions, type WorkerTokenCounter } from '../../../src/index.js';
 import { fcParams, TEST_SEED } from '../seed.js';
@@ -124,6 +124,9 @@ describe('TokenCounter: each refusal names the method, the argument and what was
     ['countText(null)', () => counter.countText(null as never), 'counter.countText() takes a string, got null.'],
     ['measureText(true)', () => counter.measureText(true as never), 'counter.measureText() takes a string, got boolean true.'],
     ['countText(long text as options)', () => counter.countText('x', 'y'.repeat(50) as never), `counter.countText() options must be an object { onProgress?, signal? }, got string "${'y'.repeat(40)}…".`],
+    // 40 characters are shown whole; from 41 on, the first 40 and an ellipsis.
+    ['countText(40 characters as options)', () => counter.countText('x', 'z'.repeat(40) as never), `counter.countText() options must be an object { onProgress?, signal? }, got string "${'z'.repeat(40)}".`],
+    ['countText(41 characters as options)', () => counter.countText('x', 'z'.repeat(41) as never), `counter.countText() options must be an object { onProgress?, signal? }, got string "${'z'.repeat(40)}…".`],
     ['measureText(x, 5)', () => counter.measureText('x', 5 as never), 'counter.measureText() options must be an object { onProgress?, signal? }, got number 5.'],
     ['countText(x, { onProgress: "f" })', () => counter.countText('x', { onProgress: 'f' as never }), 'counter.countText({ onProgress }) must be a function, got string "f".'],
     ['countText(x, { signal: {} })', () => counter.countText('x', { signal: {} as never }), 'counter.countText({ signal }) must be an AbortSignal, got an object (Object).'],
@@ -141,6 +144,21 @@ describe('TokenCounter: each refusal names the method, the argument and what was
       expect(await refusal(run)).toEqual({ code: 'argument/invalid', message });
     });
   }
+
+  it('where AbortSignal does not exist, a signal option is refused as not an AbortSignal (not a TypeError)', async () => {
+    const own = createTokenCounter({ worker: 'none' });
+    vi.stubGlobal('AbortSignal', undefined);
+    try {
+      expect(await refusal(() => own.countText('x', { signal: {} as never }))).toEqual({
+        code: 'argument/invalid',
+        message: 'counter.countText({ signal }) must be an AbortSignal, got an object (Object).',
+      });
+      expect(await own.countText('x', {})).toBe(1);
+    } finally {
+      vi.unstubAllGlobals();
+      own.close();
+    }
+  });
 
   it('a signal already aborted rejects tokens/aborted before anything is counted, with its reason as cause', async () => {
     const controller = new AbortController();

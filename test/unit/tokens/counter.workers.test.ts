@@ -72,6 +72,17 @@ describe('which worker starts, for which encoding', () => {
     });
   }
 
+  it("a workerUrl serves worker: 'dedicated' too, as a dedicated Worker named for it", async () => {
+    const fake = install((_kind, url) => (url === 'https://cdn.example/tokens.js' ? { serve: { o200k_base: () => import('gpt-tokenizer/encoding/o200k_base') } } : { fail: 'not this one' }));
+    const counter = createTokenCounter({ worker: 'dedicated', workerUrl: 'https://cdn.example/tokens.js' });
+    expect(await counter.ready).toBe('dedicated');
+    expect(fake.spawned.map(({ kind, url, options }) => ({ kind, url, options }))).toEqual([
+      { kind: 'dedicated', url: 'https://cdn.example/tokens.js', options: { type: 'module', name: 'tabula-tokens-o200k_base-dedicated' } },
+    ]);
+    expect(await counter.countText(SAMPLES.code!)).toBe(o200k.countTokens(SAMPLES.code!, plain));
+    counter.close();
+  });
+
   it("worker: 'none' counts in the calling thread and starts no worker, even where workers exist", async () => {
     const fake = install();
     const counter = createTokenCounter({ worker: 'none' });
@@ -148,6 +159,18 @@ describe('the fallback order: shared, then dedicated, then the calling thread', 
     counter.close();
   });
 
+  it('with SharedWorker but no Worker, the shared worker serves, and close() releases it', async () => {
+    const fake = install();
+    vi.stubGlobal('Worker', undefined);
+    const counter = createTokenCounter();
+    expect(await counter.ready).toBe('shared');
+    expect(counter.fallbackReason).toBeNull();
+    expect(await counter.countText(SAMPLES.code!)).toBe(o200k.countTokens(SAMPLES.code!, plain));
+    counter.close();
+    await counter.ready;
+    expect(fake.spawned.map((s) => [s.kind, s.portClosed])).toEqual([['shared', true]]);
+  });
+
   it('without Worker either, the reason names both', async () => {
     install();
     vi.stubGlobal('SharedWorker', undefined);
@@ -160,6 +183,16 @@ describe('the fallback order: shared, then dedicated, then the calling thread', 
     expect(dedicated.fallbackReason).toBe('Worker is not available');
     counter.close();
     dedicated.close();
+  });
+
+  it('a Worker constructor that throws (a URL the page may not load) falls back with its message, and nothing is left to release', async () => {
+    const fake = install((kind) => ({ throws: `${kind} script blocked by worker-src` }));
+    const counter = createTokenCounter();
+    expect(await counter.ready).toBe('in-thread');
+    expect(counter.fallbackReason).toBe('shared worker: shared script blocked by worker-src; dedicated worker: dedicated script blocked by worker-src');
+    expect(fake.spawned).toEqual([]);
+    expect(await counter.countText(SAMPLES.code!)).toBe(o200k.countTokens(SAMPLES.code!, plain));
+    counter.close();
   });
 
   it('a worker that never answers its load falls back once startTimeoutMs has passed, and is released', async () => {
@@ -307,6 +340,28 @@ describe('requests: budgets, restarts, aborts, bad replies', () => {
     counter.close();
   });
 
+  it('progress the worker reports after the abort, before the count settles, is not passed on', async () => {
+    const held = heldEngine();
+    // The worker has not seen the cancel yet: its count stays in flight until the test fails it.
+    install(() => ({ engine: () => ({ ...held.engine(), cancel: (id: string) => void held.cancels.push(id) }) }));
+    const counter = createTokenCounter({ worker: 'dedicated' });
+    const controller = new AbortController();
+    const seen: number[] = [];
+    const counting = counter.countText('abort me', { signal: controller.signal, onProgress: (done) => seen.push(done) });
+    const call = await held.call(0);
+    await call.progress?.(3, 8);
+    controller.abort('user left');
+    await call.progress?.(5, 8);
+    expect(seen).toEqual([3]);
+    const error = new Error('cancelled');
+    error.name = 'AbortError';
+    call.fail(error);
+    await expect(counting).rejects.toThrow(expect.objectContaining({ code: 'tokens/aborted' }) as Error);
+    expect(held.cancels).toEqual([call.id]);
+    expect(seen).toEqual([3]);
+    counter.close();
+  });
+
   it('an abort after the count settled sends no cancel', async () => {
     const held = heldEngine((call) => (call.method === 'countLarge' ? 4 : call.texts.map(() => 1)));
     install(() => ({ engine: held.engine }));
@@ -329,6 +384,16 @@ describe('requests: budgets, restarts, aborts, bad replies', () => {
     const ids = held.calls.map((c) => c.id);
     expect(ids.every((id) => id.length > 0)).toBe(true);
     expect(new Set(ids).size).toBe(2);
+    counter.close();
+  });
+
+  it('a count in windows (progress or a signal) is exact, and says so', async () => {
+    const held = heldEngine(() => 7);
+    install(() => ({ engine: held.engine }));
+    const counter = createTokenCounter({ worker: 'dedicated' });
+    expect(await counter.measureText('seven tokens', { onProgress: () => undefined })).toEqual({ tokens: 7, exact: true });
+    expect(held.calls.map((c) => c.method)).toEqual(['countLarge']);
+    expect(counter.stats()).toEqual({ counted: 1, cached: 0, estimated: 0 });
     counter.close();
   });
 
@@ -373,12 +438,14 @@ describe('requests: budgets, restarts, aborts, bad replies', () => {
   });
 
   for (const bad of [-1, 1.5, '3', null, undefined, Number.NaN, [2]]) {
-    it(`a worker reply of ${JSON.stringify(bad) ?? String(bad)} for a text is refused with schema/invalid, and nothing is cached or counted`, async () => {
+    // Shown as the message shows it: NaN and undefined as they are (JSON would say "null" for NaN and give
+    // two tests one name, which a mutation run tells apart by name).
+    const shown = typeof bad === 'number' || bad === undefined ? String(bad) : JSON.stringify(bad);
+    it(`a worker reply of ${shown} for a text is refused with schema/invalid, and nothing is cached or counted`, async () => {
       // null or nothing as a large count's whole reply means "gave up" (the estimate, tested above); as one text's count in a batch it is nonsense.
       const held = heldEngine((call) => (call.method === 'countLarge' ? bad : [bad]));
       install(() => ({ engine: held.engine }));
       const counter = createTokenCounter({ worker: 'dedicated' });
-      const shown = typeof bad === 'number' || bad === undefined ? String(bad) : JSON.stringify(bad);
       const refused = expect.objectContaining({ code: 'schema/invalid', message: `The token worker answered ${shown} for a text; expected a whole number ≥ 0.` }) as Error;
       await expect(counter.countText('hello')).rejects.toThrow(refused);
       if (bad !== null && bad !== undefined) await expect(counter.countText('hello', { onProgress: () => undefined })).rejects.toThrow(refused);
@@ -400,6 +467,31 @@ describe('requests: budgets, restarts, aborts, bad replies', () => {
     ]);
     expect(held.calls.map((c) => c.texts.length)).toEqual([1, 1]);
     expect(counter.stats()).toEqual({ counted: 2, cached: 2, estimated: 0 });
+    counter.close();
+  });
+
+  it('an empty list counts 0 and sends nothing', async () => {
+    const held = heldEngine((call) => call.texts.map(() => 1));
+    install(() => ({ engine: held.engine }));
+    const counter = createTokenCounter({ worker: 'dedicated' });
+    expect(await counter.count([])).toBe(0);
+    expect(await counter.countEach([])).toEqual([]);
+    expect(await counter.measureEach([])).toEqual([]);
+    expect(held.calls).toEqual([]);
+    expect(counter.stats()).toEqual({ counted: 0, cached: 0, estimated: 0 });
+    counter.close();
+  });
+
+  it('a text too large to cache evicts nothing from the cache', async () => {
+    const held = heldEngine((call) => call.texts.map((t) => t.length));
+    install(() => ({ engine: held.engine }));
+    const counter = createTokenCounter({ worker: 'dedicated', cacheSize: 1 });
+    const large = 'y'.repeat(256 * 1024);
+    expect(await counter.countText('small')).toBe(5);
+    expect(await counter.countText(large)).toBe(large.length);
+    expect(await counter.countText('small')).toBe(5);
+    expect(held.calls.map((c) => c.texts[0]?.length)).toEqual([5, large.length]);
+    expect(counter.stats()).toEqual({ counted: 2, cached: 1, estimated: 0 });
     counter.close();
   });
 
@@ -452,6 +544,19 @@ describe('defaults and the cache', () => {
     await vi.advanceTimersByTimeAsync(10_001);
     second.answer([1]);
     expect(await late).toMatchObject({ exact: false });
+    counter.close();
+  });
+
+  it('no budget timer outlives its request: none is pending once the worker has started, or has answered', async () => {
+    fakeTimers();
+    const held = heldEngine((call) => (call.method === 'countLarge' ? 4 : call.texts.map(() => 1)));
+    install(() => ({ engine: held.engine }));
+    const counter = createTokenCounter({ worker: 'dedicated' });
+    expect(await counter.ready).toBe('dedicated');
+    expect(vi.getTimerCount()).toBe(0);
+    expect(await counter.countText('one')).toBe(1);
+    expect(await counter.countText('two', { onProgress: () => undefined })).toBe(4);
+    expect(vi.getTimerCount()).toBe(0);
     counter.close();
   });
 

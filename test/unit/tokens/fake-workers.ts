@@ -35,6 +35,8 @@ export type Script =
   | { fail: string }
   /** Starts and never answers (a script stuck at import, a CSP that blocks it silently). */
   | { silent: true }
+  /** The constructor itself throws, with this message (a URL the page may not load, a worker-src CSP in some browsers). */
+  | { throws: string }
   /** Serves this engine over each connection instead of the real one. */
   | { engine: () => CountingEngine };
 
@@ -107,9 +109,15 @@ export function installFakeWorkers(scriptFor: (kind: Kind, url: string) => Scrip
     return made;
   };
 
-  /** Starts `script` behind `inner` (the worker's side); `raise` fires the error event on the worker object. */
-  const run = (kind: Kind, url: string, name: string, inner: MessagePort, raise: (event: Event) => void): void => {
+  /** The script for a new worker; a constructor that throws makes no worker (and nothing is recorded). */
+  const scriptOf = (kind: Kind, url: string): Script => {
     const script = scriptFor(kind, url);
+    if ('throws' in script) throw new DOMException(script.throws, 'SecurityError');
+    return script;
+  };
+
+  /** Starts `script` behind `inner` (the worker's side); `raise` fires the error event on the worker object. */
+  const run = (script: Script, kind: Kind, url: string, name: string, inner: MessagePort, raise: (event: Event) => void): void => {
     if ('fail' in script) {
       // The browser reports a failed script load after the constructor returned.
       queueMicrotask(() => raise(errorEvent(script.fail)));
@@ -136,12 +144,13 @@ export function installFakeWorkers(scriptFor: (kind: Kind, url: string) => Scrip
 
     constructor(url: string | URL, options?: WorkerOptions) {
       super();
+      const script = scriptOf('dedicated', String(url));
       this.#record = { kind: 'dedicated', url: String(url), options, terminated: false, portClosed: false };
       spawned.push(this.#record);
       const { port1, port2 } = channel();
       this.#port = port1;
       port1.onmessage = (event: MessageEvent) => this.dispatchEvent(new MessageEvent('message', { data: event.data as unknown }));
-      run('dedicated', String(url), options?.name ?? '', port2, (event) => this.dispatchEvent(event));
+      run(script, 'dedicated', String(url), options?.name ?? '', port2, (event) => this.dispatchEvent(event));
     }
 
     postMessage(message: unknown, transfer: Transferable[] = []): void {
@@ -159,6 +168,7 @@ export function installFakeWorkers(scriptFor: (kind: Kind, url: string) => Scrip
 
     constructor(url: string | URL, options?: WorkerOptions) {
       super();
+      const script = scriptOf('shared', String(url));
       const record: Spawned = { kind: 'shared', url: String(url), options, terminated: false, portClosed: false };
       spawned.push(record);
       const { port1, port2 } = channel();
@@ -168,7 +178,7 @@ export function installFakeWorkers(scriptFor: (kind: Kind, url: string) => Scrip
         close();
       };
       this.port = port1;
-      run('shared', String(url), options?.name ?? '', port2, (event) => this.dispatchEvent(event));
+      run(script, 'shared', String(url), options?.name ?? '', port2, (event) => this.dispatchEvent(event));
     }
   }
 
