@@ -94,7 +94,7 @@ export interface Emitter {
   /** A fresh order key, after every op of the session so far. */
   nextOrder(): string;
   /** Makes an op with a fresh order key (after every op of the session), applies it, returns it. */
-  emit<K extends OpKind>(kind: K, body: OpBody<K>, options?: { id?: string; order?: string }): Promise<Op>;
+  emit<K extends OpKind>(kind: K, body: OpBody<K>): Promise<Op>;
   /**
    * Emits one message.append op per body, applied as one batch (see
    * `applyAppends`); `orders[i]`, when given, is body i's order key.
@@ -214,14 +214,12 @@ async function attempt<T>(
           return slot.row;
         },
         nextOrder,
-        async emit(kind, body, options = {}) {
-          const order = options.order ?? nextOrder();
-          const op = { id: options.id ?? newId(), kind, userId, sessionId, order, ...lifeAfter(), body } as Op;
+        async emit(kind, body) {
+          // The op's order is `after` itself, and applying it moves lastOrder no further: nothing to catch up.
+          const op = { id: newId(), kind, userId, sessionId, order: nextOrder(), ...lifeAfter(), body } as Op;
           emitted.push(op);
           if (await applyOp(db, slot, op)) applied.push(op);
-          if (kind === 'session.delete' && !slot.row) ended = order;
-          // Imported ops carry their own order; later ops must still sort after all of them.
-          if (slot.row && slot.row.lastOrder > after) after = slot.row.lastOrder;
+          if (kind === 'session.delete' && !slot.row) ended = op.order;
           return op;
         },
         async emitAppends(bodies, orders) {
@@ -230,6 +228,7 @@ async function attempt<T>(
           );
           emitted.push(...ops);
           applied.push(...(await applyAppends(db, slot, ops)));
+          // Orders the caller gave (an import's, derived from one key) may sort after `after`: later ops follow them.
           if (slot.row && slot.row.lastOrder > after) after = slot.row.lastOrder;
           return ops;
         },
