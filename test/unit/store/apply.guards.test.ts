@@ -127,6 +127,29 @@ describe('applyOps: late and out-of-order ops (guards)', () => {
     expect(again.applied[0]).toHaveLength(1);
   });
 
+  it('appends of two sessions, or of two users, in one batch each land in their own session, counted there', async () => {
+    // applyOps applies consecutive appends of one session as one batch: the batch must end at another session's op.
+    const other = (o: Op): Op => ({ ...o, sessionId: 'other' });
+    const otherUser = (o: Op): Op => ({ ...o, userId: 'v' });
+    const { name } = await replica([
+      create(at(1)),
+      other(create(at(2))),
+      otherUser(create(at(3))),
+      append(at(4), 'a'),
+      other(append(at(5), 'b')),
+      otherUser(append(at(6), 'c')),
+      append(at(7), 'd'),
+    ]);
+    expect((await view(name))?.messages).toEqual(['a:complete:a', 'd:complete:d']);
+    expect((await view(name))?.info.messageCount).toBe(2);
+    expect((await view(name, 'other'))?.messages).toEqual(['b:complete:b']);
+    expect((await view(name, 'other'))?.info.messageCount).toBe(1);
+    const db = createDb(name);
+    const theirs = await db.sessions.get(['v', SESSION]);
+    db.close();
+    expect(theirs?.messageCount).toBe(1);
+  });
+
   it('an op for a session that does not exist is not applied', async () => {
     const { applied } = await replica([append(at(2), 'orphan'), prefix(at(3), 'p')]);
     expect(applied[0]).toEqual([]);
