@@ -115,6 +115,30 @@ describe('httpSync', () => {
     for (const d of [one, two, three]) await d.close();
   });
 
+  it('a save made on top of another device’s save is no conflict: neither device hears of one', { timeout: 30_000 }, async () => {
+    const server = startServer();
+    const alice = uniqueUser('alice');
+    const [one, two] = [await device(server, alice), await device(server, alice)];
+    const s1 = await one.session('s');
+    await s1.save({ tasks: 'first' });
+    await one.sync?.flush();
+    await two.sync?.flush();
+    const s2 = await two.session('s');
+    const heard: SessionChange['conflict'][] = [];
+    for (const session of [s1, s2]) {
+      session.subscribe((change) => {
+        if (change.conflict) heard.push(change.conflict);
+      });
+    }
+    // Two saw one's save (version 1) before saving version 2: a later save, not a concurrent one.
+    await s2.save({ tasks: 'second' });
+    await two.sync?.flush();
+    await one.sync?.flush();
+    expect(await s1.state()).toMatchObject({ version: 2, tasks: 'second' });
+    expect(heard).toEqual([]);
+    for (const d of [one, two]) await d.close();
+  });
+
   it('refuses a pull page with another user’s op, changes nothing, and reports it', { timeout: 30_000 }, async () => {
     const server = startServer();
     const alice = uniqueUser('alice');
