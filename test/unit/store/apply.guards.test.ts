@@ -150,6 +150,22 @@ describe('applyOps: late and out-of-order ops (guards)', () => {
     expect(theirs?.messageCount).toBe(1);
   });
 
+  it('an update that arrives before its append stores the message, unless a clear ordered after the message dropped it', async () => {
+    // A final update carries the order and createdAt its append had, so it can stand in for a lost or late append.
+    const first = (order: string, id: string, fields: { order?: string; createdAt?: number }) =>
+      op('message.update', order, { id, status: 'complete', message: { role: 'assistant', content: id }, ...fields });
+    const { name, applied } = await replica(
+      [create(at(1)), op('session.clear', at(4), {})],
+      [first(at(6), 'cleared', { order: at(2), createdAt: 1 }), first(at(7), 'kept', { order: at(5), createdAt: 1 })],
+      // Older data: an update without its message's place cannot stand in for the append.
+      [first(at(8), 'no-order', { createdAt: 1 }), first(at(9), 'no-createdAt', { order: at(5) }), first(at(10), 'neither', {})],
+    );
+    expect(applied[1]?.map((o) => o.order)).toEqual([at(7)]);
+    expect(applied[2]).toEqual([]);
+    expect((await view(name))?.messages).toEqual(['kept:complete:kept']);
+    expect((await view(name))?.info.messageCount).toBe(1);
+  });
+
   it('an op for a session that does not exist is not applied', async () => {
     const { applied } = await replica([append(at(2), 'orphan'), prefix(at(3), 'p')]);
     expect(applied[0]).toEqual([]);
