@@ -3,14 +3,13 @@
  * the user this profile syncs as, never a stream's in-between states, in
  * seq order 1, 2, 3… with no gap (the server refuses gaps); each op names
  * the life of its session it was written in; a write while sync is off
- * queues nothing; a committed write is pushed without waiting for a poll.
+ * queues nothing (test/unit/sync/client.test.ts: a committed write is pushed
+ * without waiting for a poll).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Tabula } from '../../../src/index.js';
 import { createDb, type OutboxRow } from '../../../src/store/schema.js';
 import { httpSync } from '../../../src/sync/index.js';
-import { tokenFor, uniqueUser } from '../../server/helpers.js';
-import { startServer, statusWhere, viaServer } from '../sync/helpers.js';
 import { freshTabula } from './helpers.js';
 
 const opened: Tabula[] = [];
@@ -66,6 +65,32 @@ describe('the outbox a local write fills', () => {
     expect(await outboxOf(tabula.dbName)).toEqual([]);
   });
 
+  it('never holds a stream’s in-between states, even once a chunk was flushed', async () => {
+    const offline = () => Promise.reject(new Error('offline'));
+    const tabula = await freshTabula({ userId: 'alice', sync: httpSync({ url: 'http://sync.test', token: 'token', fetch: offline, pollIntervalMs: 3_600_000 }) });
+    tabula.sync?.pause();
+    opened.push(tabula);
+    const session = await tabula.session('chat');
+    // The chunk's flush is a message.update with status 'streaming': wait for it to be announced.
+    const flushed = new Promise<void>((resolve) => {
+      const stop = session.subscribe((change) => {
+        if (!change.kinds.includes('message.update')) return;
+        stop();
+        resolve();
+      });
+    });
+    const stream = await session.stream({ role: 'assistant', flushIntervalMs: 0 });
+    stream.write('Hel');
+    await flushed;
+    expect((await session.messages()).map((m) => [m.content, m.status])).toEqual([['Hel', 'streaming']]);
+    stream.write('lo');
+    await stream.done();
+    const rows = await outboxOf(tabula.dbName);
+    expect(opKinds(rows)).toEqual(['alice:session.create', 'alice:message.update']);
+    const update = rows[1]?.op;
+    expect(update?.kind === 'message.update' && [update.body.status, update.body.message.content]).toEqual(['complete', 'Hello']);
+  });
+
   it('names the life each op was written in: a re-created session’s ops name the delete that ended the last one', async () => {
     // Another replica places an op by the life it names, not by its order (apply.ts, enterLife): an op
     // that named none, or the wrong one, would be dropped there or brought into the wrong life.
@@ -81,35 +106,5 @@ describe('the outbox a local write fills', () => {
     expect(ops.map((op) => op?.kind)).toEqual(['session.create', 'message.append', 'session.delete', 'session.create', 'message.append']);
     const deleted = ops[2]?.order;
     expect(ops.map((op) => op?.after)).toEqual(['', '', '', deleted, deleted]);
-  });
-});
-
-describe('a local write while sync runs', () => {
-  it('is pushed at once, without waiting for the next poll', { timeout: 30_000 }, async () => {
-    const server = startServer();
-    const userId = uniqueUser('alice');
-    const pushed: string[] = [];
-    let onPush: () => void = () => undefined;
-    const recording: typeof fetch = async (input, init) => {
-      const response = await viaServer(server)(input, init);
-      const url = input instanceof Request ? input.url : input instanceof URL ? input.href : input;
-      if (url.endsWith('/v1/push') && response.ok && typeof init?.body === 'string') {
-        pushed.push(init.body);
-        onPush();
-      }
-      return response;
-    };
-    // Polls once an hour: only the write's own nudge can push within the test.
-    const tabula = await freshTabula({ userId, sync: httpSync({ url: 'http://sync.test', token: await tokenFor(userId), fetch: recording, pollIntervalMs: 3_600_000 }) });
-    opened.push(tabula);
-    await statusWhere(tabula, (status) => status.lastSyncedAt !== null && status.state === 'idle');
-    const arrived = new Promise<void>((resolve) => {
-      onPush = () => {
-        if (pushed.some((body) => body.includes('pushed at once'))) resolve();
-      };
-    });
-    await (await tabula.session('chat')).append({ role: 'user', content: 'pushed at once' });
-    await arrived;
-    expect(await statusWhere(tabula, (status) => status.pending === 0 && status.state === 'idle')).toMatchObject({ pending: 0 });
   });
 });
