@@ -35,6 +35,7 @@ import { Dexie } from 'dexie';
 import { structuralEqual, type JsonValue } from '../core/json.js';
 import type { Message } from '../core/message.js';
 import {
+  checkRow,
   messageUpdatesKey,
   messageUpdatesPrefix,
   removedMessageKey,
@@ -121,13 +122,13 @@ function sameLife(row: SessionRow, op: Op): boolean | undefined {
 }
 
 /** The session's tombstone: the greatest delete order this replica knows ('' for none). */
-async function tombstoneOf(db: TabulaDb, slot: SessionSlot): Promise<string> {
+export async function tombstoneOf(db: TabulaDb, slot: SessionSlot): Promise<string> {
   if (slot.row?.after !== undefined) return slot.row.after;
   const tombstone = await db.meta.get(tombstoneKey(slot.key[0], slot.key[1]));
   return typeof tombstone?.value === 'string' ? tombstone.value : '';
 }
 
-/** Ends the session's life at `order`, as its delete does: every row of the session goes and the tombstone moves to `order`. */
+/** Ends the session's life at `order` (its delete, or one an op proves): every row of the session goes and the tombstone moves to `order`. */
 async function endLife(db: TabulaDb, slot: SessionSlot, order: string): Promise<void> {
   const [userId, sessionId] = slot.key;
   if (slot.row) {
@@ -301,14 +302,10 @@ export interface ApplyOptions {
 }
 
 /**
- * A known session row that applyOps built on is not the one IndexedDB holds (another tab wrote since):
- * whatever was applied on it must not land; the caller aborts and applies again without it.
+ * A known session row that a write built on is not the one IndexedDB holds (another tab or sync wrote
+ * since): whatever was applied on it must not land; the caller aborts and writes again without it.
  */
-export class StaleKnownRow extends Error {
-  constructor() {
-    super('A known session row was stale; apply again from the stored row.');
-  }
-}
+export class StaleKnownRow extends Error {}
 
 /**
  * Applies ops in order, inside the caller's readwrite transaction over
@@ -328,20 +325,24 @@ export function applyOps(db: TabulaDb, ops: readonly Op[], options: ApplyOptions
 /**
  * The slot of a session whose row is known: the row is not waited for, its read only checks the guess
  * (IndexedDB runs a transaction's requests in order, so this read sees the row as committed before
- * anything this transaction writes). Writes built on it go out at once: one round trip less.
+ * anything this transaction writes). Writes built on it go out at once: one round trip less. The check
+ * goes into `checks`, for {@link knownRowsHeld}; a stored row that is corrupt fails it (and the write
+ * made again from the stored row refuses it).
  */
-function knownSlot(db: TabulaDb, key: [string, string], known: SessionRow, checks: Promise<boolean>[]): SessionSlot {
-  const check = db.sessions.get(key).then((row) => row !== undefined && structuralEqual(row, known));
-  // Awaited once the batch is written, unless applying fails first (then only its outcome is asked).
+export function knownSlot(db: TabulaDb, key: [string, string], known: SessionRow, checks: Promise<boolean>[]): SessionSlot {
+  const check = db.sessions.get(key).then((row) => row !== undefined && structuralEqual(checkRow('sessions', key, row), known));
+  // Awaited once the write is built, unless building fails first (then only its outcome is asked).
   check.catch(() => undefined);
   checks.push(check);
   return { key, row: structuredClone(known), dirty: false };
 }
 
-/** Resolves false when some known row a check was made for is not the stored one. */
-async function knownRowsHeld(checks: readonly Promise<boolean>[]): Promise<boolean> {
-  for (const check of checks) if (!(await check.catch(() => false))) return false;
-  return true;
+/**
+ * Throws {@link StaleKnownRow} when some known row a check was made for is not the stored one. Called
+ * also when building the write failed: the error may be the guess's, so only the stored row can tell.
+ */
+export async function knownRowsHeld(checks: readonly Promise<boolean>[]): Promise<void> {
+  for (const check of checks) if (!(await check.catch(() => false))) throw new StaleKnownRow();
 }
 
 async function applyInOrder(db: TabulaDb, ops: readonly Op[], options: ApplyOptions): Promise<Op[]> {
@@ -381,11 +382,10 @@ async function applyInOrder(db: TabulaDb, ops: readonly Op[], options: ApplyOpti
     }
     for (const slot of slots.values()) await flushSlot(db, slot);
   } catch (error) {
-    // Built on a row that was not the stored one: the error may be the guess's, so only the stored row can tell.
-    if (!(await knownRowsHeld(checks))) throw new StaleKnownRow();
+    await knownRowsHeld(checks);
     throw error;
   }
-  if (!(await knownRowsHeld(checks))) throw new StaleKnownRow();
+  await knownRowsHeld(checks);
   if (settled) for (const slot of slots.values()) settled.push({ userId: slot.key[0], sessionId: slot.key[1], row: slot.row });
   return applied;
 }
@@ -528,10 +528,7 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
   }
   if (!existing) {
     // A delete of a session already gone still moves its tombstone forward, as it would have in order.
-    if (op.kind === 'session.delete') {
-      const tombstone = await db.meta.get(tombstoneKey(op.userId, op.sessionId));
-      if (typeof tombstone?.value !== 'string' || op.order > tombstone.value) await db.meta.put({ key: tombstoneKey(op.userId, op.sessionId), value: op.order });
-    }
+    if (op.kind === 'session.delete' && op.order > (await tombstoneOf(db, slot))) await endLife(db, slot, op.order);
     return false;
   }
   // Ops older than the session's creation (a replayed delete, say) belong to an earlier life of this id;
@@ -542,11 +539,7 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
 
   switch (op.kind) {
     case 'session.delete':
-      await deleteSessionRows(db, op.userId, op.sessionId);
-      await db.sessions.delete(slot.key);
-      await db.meta.put({ key: tombstoneKey(op.userId, op.sessionId), value: op.order });
-      slot.row = undefined;
-      slot.dirty = false;
+      await endLife(db, slot, op.order);
       return true;
 
     case 'session.create':

@@ -64,7 +64,9 @@ export interface ChangeFeed {
 export function createChangeFeed(name: string, onError: (error: TabulaError) => void): ChangeFeed {
   const listeners = new Map<string, Set<Listener>>();
   const keyOf = (userId: string, sessionId: string) => JSON.stringify([userId, sessionId]);
-  const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(`tabula:${name}:changes`) : null;
+  const channelName = `tabula:${name}:changes`;
+  const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(channelName) : null;
+  let closed = false;
 
   const everyListeners = new Set<Listener>();
 
@@ -96,8 +98,11 @@ export function createChangeFeed(name: string, onError: (error: TabulaError) => 
 
   return {
     publish(change, origin) {
+      // A write that committed while close() ran still reaches the other tabs, through a channel of its
+      // own (this one is closed), and its caller still hears of its success, not of the closed channel.
+      const out = closed && channel ? new BroadcastChannel(channelName) : channel;
       // The other tabs first: their delivery then runs while this tab's listeners run.
-      channel?.postMessage({
+      out?.postMessage({
         v: 1,
         userId: change.userId,
         sessionId: change.sessionId,
@@ -105,6 +110,7 @@ export function createChangeFeed(name: string, onError: (error: TabulaError) => 
         fromRemote: origin === 'remote',
         ...(change.conflict ? { conflict: change.conflict } : {}),
       });
+      if (out !== channel) out?.close();
       deliver({ ...change, origin });
     },
     subscribe(userId, sessionId, listener) {
@@ -124,6 +130,7 @@ export function createChangeFeed(name: string, onError: (error: TabulaError) => 
       };
     },
     close() {
+      closed = true;
       listeners.clear();
       everyListeners.clear();
       channel?.close();

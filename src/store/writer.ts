@@ -6,10 +6,9 @@
  */
 import { TabulaError } from '../core/errors.js';
 import { hlcOf, type HybridLogicalClock } from '../core/hlc.js';
-import { structuralEqual } from '../core/json.js';
 import type { Op, OpBody, OpKind } from '../core/ops.js';
 import type { TokenCounter } from '../core/tokens.js';
-import { applyAppends, applyOp, flushSlot, isSynced, loadSlot, type AppendOp, type SessionSlot } from './apply.js';
+import { applyAppends, applyOp, flushSlot, isSynced, knownRowsHeld, knownSlot, loadSlot, StaleKnownRow, tombstoneOf, type AppendOp, type SessionSlot } from './apply.js';
 import type { BoardRegistry } from '../blackboard/registry.js';
 import type { ChangeFeed } from './changes.js';
 import type { RunCoordinator } from './coordinator.js';
@@ -17,7 +16,7 @@ import { mapStorageError } from './errors.js';
 import type { KnownRows } from './known-rows.js';
 import { newId } from './ids.js';
 import { OUTBOX_SEQ_KEY } from './sync-host.js';
-import { checkRow, lifeOf, sessionTables, tombstoneKey, type OutboxRow, type SessionRow, type TabulaDb } from './schema.js';
+import { checkRow, lifeOf, sessionTables, type OutboxRow, type SessionRow, type TabulaDb } from './schema.js';
 
 /**
  * Queues ops for sync in the caller's transaction, numbered 1, 2, 3… with no gap (the server refuses
@@ -95,7 +94,7 @@ export interface Emitter {
   /** A fresh order key, after every op of the session so far. */
   nextOrder(): string;
   /** Makes an op with a fresh order key (after every op of the session), applies it, returns it. */
-  emit<K extends OpKind>(kind: K, body: OpBody<K>, options?: { id?: string; order?: string }): Promise<Op>;
+  emit<K extends OpKind>(kind: K, body: OpBody<K>): Promise<Op>;
   /**
    * Emits one message.append op per body, applied as one batch (see
    * `applyAppends`); `orders[i]`, when given, is body i's order key.
@@ -122,13 +121,6 @@ function appendTables(db: TabulaDb) {
 export type WriteScope = 'session' | 'append';
 
 /**
- * Thrown inside a write transaction when the session row an append built on is not the one IndexedDB
- * holds (another tab or sync wrote since): the transaction aborts, and commit runs the write again from
- * the row it reads.
- */
-class StaleRow extends Error {}
-
-/**
  * Runs `build` in one readwrite transaction over the session's tables and
  * publishes the change after commit. `what` describes the write for errors.
  * With `scope` 'append', build may only append messages (emitAppends).
@@ -153,7 +145,7 @@ export async function commit<T>(
     try {
       return await attempt(store, userId, sessionId, what, build, scope, known);
     } catch (error) {
-      if (!(error instanceof StaleRow)) throw error;
+      if (!(error instanceof StaleKnownRow)) throw error;
     }
   }
   return attempt(store, userId, sessionId, what, build, scope, undefined);
@@ -183,15 +175,11 @@ async function attempt<T>(
       // before the write commits and sync can push it. Awaited by queueOutbox, or unused when nothing syncs.
       const counter = store.sync ? db.meta.get(OUTBOX_SEQ_KEY) : undefined;
       counter?.catch(() => undefined);
-      let slot: SessionSlot;
       // With a known row: the read that checks it, made before any write of this transaction.
-      let check: Promise<boolean> | null = null;
-      if (known) {
-        check = db.sessions.get(key).then((row) => row !== undefined && structuralEqual(checkRow('sessions', key, row), known));
-        // Awaited below, unless the write fails first; then its outcome no longer matters.
-        check.catch(() => undefined);
-        slot = { key, row: structuredClone(known), dirty: false };
-      } else {
+      const checks: Promise<boolean>[] = [];
+      let slot: SessionSlot;
+      if (known) slot = knownSlot(db, key, known, checks);
+      else {
         slot = await loadSlot(db, userId, sessionId);
         if (slot.row) checkRow('sessions', slot.key, slot.row);
       }
@@ -201,8 +189,7 @@ async function attempt<T>(
       if (!slot.row) {
         // A deleted session's tombstone may be ahead of this tab's clock (another tab's clock, or the
         // system clock stepped back): a re-create must sort after it, or applyOp would refuse it.
-        const tombstone = await db.meta.get(tombstoneKey(userId, sessionId));
-        if (typeof tombstone?.value === 'string') ended = tombstone.value;
+        ended = await tombstoneOf(db, slot);
         if (ended > after) after = ended;
       }
       /**
@@ -227,14 +214,12 @@ async function attempt<T>(
           return slot.row;
         },
         nextOrder,
-        async emit(kind, body, options = {}) {
-          const order = options.order ?? nextOrder();
-          const op = { id: options.id ?? newId(), kind, userId, sessionId, order, ...lifeAfter(), body } as Op;
+        async emit(kind, body) {
+          // The op's order is `after` itself, and applying it moves lastOrder no further: nothing to catch up.
+          const op = { id: newId(), kind, userId, sessionId, order: nextOrder(), ...lifeAfter(), body } as Op;
           emitted.push(op);
           if (await applyOp(db, slot, op)) applied.push(op);
-          if (kind === 'session.delete' && !slot.row) ended = order;
-          // Imported ops carry their own order; later ops must still sort after all of them.
-          if (slot.row && slot.row.lastOrder > after) after = slot.row.lastOrder;
+          if (kind === 'session.delete' && !slot.row) ended = op.order;
           return op;
         },
         async emitAppends(bodies, orders) {
@@ -243,6 +228,7 @@ async function attempt<T>(
           );
           emitted.push(...ops);
           applied.push(...(await applyAppends(db, slot, ops)));
+          // Orders the caller gave (an import's, derived from one key) may sort after `after`: later ops follow them.
           if (slot.row && slot.row.lastOrder > after) after = slot.row.lastOrder;
           return ops;
         },
@@ -251,20 +237,19 @@ async function attempt<T>(
       try {
         value = await build(emitter);
       } catch (error) {
-        // Built on a row that was not the stored one: the error may be the guess's (a session that is
-        // there after all), so only the stored row can tell.
-        if (check && !(await check.catch(() => false))) throw new StaleRow();
+        // The error may be the guess's (a session that is there after all).
+        await knownRowsHeld(checks);
         throw error;
       }
       await flushSlot(db, slot);
-      if (check && !(await check)) throw new StaleRow();
+      await knownRowsHeld(checks);
       if (store.sync) queued = await queueOutbox(db, emitted.filter((op) => op.userId === store.sync?.userId && isSynced(op)), counter);
       committed = slot.row;
       return value;
     });
   } catch (error) {
     store.knownRows.set(userId, sessionId, undefined);
-    if (error instanceof StaleRow) throw error;
+    if (error instanceof StaleKnownRow) throw error;
     throw mapStorageError(error, what);
   }
   store.knownRows.set(userId, sessionId, committed);

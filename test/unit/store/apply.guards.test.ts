@@ -127,6 +127,45 @@ describe('applyOps: late and out-of-order ops (guards)', () => {
     expect(again.applied[0]).toHaveLength(1);
   });
 
+  it('appends of two sessions, or of two users, in one batch each land in their own session, counted there', async () => {
+    // applyOps applies consecutive appends of one session as one batch: the batch must end at another session's op.
+    const other = (o: Op): Op => ({ ...o, sessionId: 'other' });
+    const otherUser = (o: Op): Op => ({ ...o, userId: 'v' });
+    const { name } = await replica([
+      create(at(1)),
+      other(create(at(2))),
+      otherUser(create(at(3))),
+      append(at(4), 'a'),
+      other(append(at(5), 'b')),
+      otherUser(append(at(6), 'c')),
+      append(at(7), 'd'),
+    ]);
+    expect((await view(name))?.messages).toEqual(['a:complete:a', 'd:complete:d']);
+    expect((await view(name))?.info.messageCount).toBe(2);
+    expect((await view(name, 'other'))?.messages).toEqual(['b:complete:b']);
+    expect((await view(name, 'other'))?.info.messageCount).toBe(1);
+    const db = createDb(name);
+    const theirs = await db.sessions.get(['v', SESSION]);
+    db.close();
+    expect(theirs?.messageCount).toBe(1);
+  });
+
+  it('an update that arrives before its append stores the message, unless a clear ordered after the message dropped it', async () => {
+    // A final update carries the order and createdAt its append had, so it can stand in for a lost or late append.
+    const first = (order: string, id: string, fields: { order?: string; createdAt?: number }) =>
+      op('message.update', order, { id, status: 'complete', message: { role: 'assistant', content: id }, ...fields });
+    const { name, applied } = await replica(
+      [create(at(1)), op('session.clear', at(4), {})],
+      [first(at(6), 'cleared', { order: at(2), createdAt: 1 }), first(at(7), 'kept', { order: at(5), createdAt: 1 })],
+      // Older data: an update without its message's place cannot stand in for the append.
+      [first(at(8), 'no-order', { createdAt: 1 }), first(at(9), 'no-createdAt', { order: at(5) }), first(at(10), 'neither', {})],
+    );
+    expect(applied[1]?.map((o) => o.order)).toEqual([at(7)]);
+    expect(applied[2]).toEqual([]);
+    expect((await view(name))?.messages).toEqual(['kept:complete:kept']);
+    expect((await view(name))?.info.messageCount).toBe(1);
+  });
+
   it('an op for a session that does not exist is not applied', async () => {
     const { applied } = await replica([append(at(2), 'orphan'), prefix(at(3), 'p')]);
     expect(applied[0]).toEqual([]);

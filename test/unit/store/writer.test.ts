@@ -1,8 +1,10 @@
 /**
  * What a local write queues for sync (src/store/writer.ts): only the ops of
  * the user this profile syncs as, never a stream's in-between states, in
- * seq order 1, 2, 3… with no gap (the server refuses gaps); a write while
- * sync is off queues nothing.
+ * seq order 1, 2, 3… with no gap (the server refuses gaps); each op names
+ * the life of its session it was written in; a write while sync is off
+ * queues nothing (test/unit/sync/client.test.ts: a committed write is pushed
+ * without waiting for a poll).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Tabula } from '../../../src/index.js';
@@ -61,5 +63,48 @@ describe('the outbox a local write fills', () => {
     await session.append({ role: 'user', content: 'hi' });
     await session.note('n');
     expect(await outboxOf(tabula.dbName)).toEqual([]);
+  });
+
+  it('never holds a stream’s in-between states, even once a chunk was flushed', async () => {
+    const offline = () => Promise.reject(new Error('offline'));
+    const tabula = await freshTabula({ userId: 'alice', sync: httpSync({ url: 'http://sync.test', token: 'token', fetch: offline, pollIntervalMs: 3_600_000 }) });
+    tabula.sync?.pause();
+    opened.push(tabula);
+    const session = await tabula.session('chat');
+    // The chunk's flush is a message.update with status 'streaming': wait for it to be announced.
+    const flushed = new Promise<void>((resolve) => {
+      const stop = session.subscribe((change) => {
+        if (!change.kinds.includes('message.update')) return;
+        stop();
+        resolve();
+      });
+    });
+    const stream = await session.stream({ role: 'assistant', flushIntervalMs: 0 });
+    stream.write('Hel');
+    await flushed;
+    expect((await session.messages()).map((m) => [m.content, m.status])).toEqual([['Hel', 'streaming']]);
+    stream.write('lo');
+    await stream.done();
+    const rows = await outboxOf(tabula.dbName);
+    expect(opKinds(rows)).toEqual(['alice:session.create', 'alice:message.update']);
+    const update = rows[1]?.op;
+    expect(update?.kind === 'message.update' && [update.body.status, update.body.message.content]).toEqual(['complete', 'Hello']);
+  });
+
+  it('names the life each op was written in: a re-created session’s ops name the delete that ended the last one', async () => {
+    // Another replica places an op by the life it names, not by its order (apply.ts, enterLife): an op
+    // that named none, or the wrong one, would be dropped there or brought into the wrong life.
+    const offline = () => Promise.reject(new Error('offline'));
+    const tabula = await freshTabula({ userId: 'alice', sync: httpSync({ url: 'http://sync.test', token: 'token', fetch: offline, pollIntervalMs: 3_600_000 }) });
+    tabula.sync?.pause();
+    opened.push(tabula);
+    await (await tabula.session('chat')).append({ role: 'user', content: 'first life' });
+    await tabula.deleteSession('chat');
+    await (await tabula.session('chat')).append({ role: 'user', content: 'second life' });
+
+    const ops = (await outboxOf(tabula.dbName)).map((row) => row.op);
+    expect(ops.map((op) => op?.kind)).toEqual(['session.create', 'message.append', 'session.delete', 'session.create', 'message.append']);
+    const deleted = ops[2]?.order;
+    expect(ops.map((op) => op?.after)).toEqual(['', '', '', deleted, deleted]);
   });
 });

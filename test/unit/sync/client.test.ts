@@ -13,7 +13,7 @@ import { httpSync } from '../../../src/sync/index.js';
 import { PrefixContext, type SessionChange, type Tabula } from '../../../src/index.js';
 import { tokenFor, uniqueUser } from '../../server/helpers.js';
 import { freshTabula, withoutLife } from '../store/helpers.js';
-import { device, startServer, viaServer } from './helpers.js';
+import { device, startServer, statusWhere, viaServer } from './helpers.js';
 
 /** Every session table of a device, without caches (token counts) and local-only rows (runs, outbox, meta). */
 async function dump(name: string): Promise<Record<string, unknown[]>> {
@@ -113,6 +113,58 @@ describe('httpSync', () => {
       { device: loser, conflict: { version: 1, local: expect.objectContaining({ tasks: loser }) as unknown, remote: expect.objectContaining({ tasks: winner.tasks }) as unknown } },
     ]);
     for (const d of [one, two, three]) await d.close();
+  });
+
+  it('a save made on top of another device’s save is no conflict: neither device hears of one', { timeout: 30_000 }, async () => {
+    const server = startServer();
+    const alice = uniqueUser('alice');
+    const [one, two] = [await device(server, alice), await device(server, alice)];
+    const s1 = await one.session('s');
+    await s1.save({ tasks: 'first' });
+    await one.sync?.flush();
+    await two.sync?.flush();
+    const s2 = await two.session('s');
+    const heard: SessionChange['conflict'][] = [];
+    for (const session of [s1, s2]) {
+      session.subscribe((change) => {
+        if (change.conflict) heard.push(change.conflict);
+      });
+    }
+    // Two saw one's save (version 1) before saving version 2: a later save, not a concurrent one.
+    await s2.save({ tasks: 'second' });
+    await two.sync?.flush();
+    await one.sync?.flush();
+    expect(await s1.state()).toMatchObject({ version: 2, tasks: 'second' });
+    expect(heard).toEqual([]);
+    for (const d of [one, two]) await d.close();
+  });
+
+  it('pushes a local write at once (the write’s own nudge), without waiting for the next poll', { timeout: 30_000 }, async () => {
+    const server = startServer();
+    const userId = uniqueUser('alice');
+    const pushed: string[] = [];
+    let onPush: () => void = () => undefined;
+    const recording: typeof fetch = async (input, init) => {
+      const response = await viaServer(server)(input, init);
+      const url = input instanceof Request ? input.url : input instanceof URL ? input.href : input;
+      if (url.endsWith('/v1/push') && response.ok && typeof init?.body === 'string') {
+        pushed.push(init.body);
+        onPush();
+      }
+      return response;
+    };
+    // Polls once an hour: only the write's own nudge can push within the test.
+    const tabula = await freshTabula({ userId, sync: httpSync({ url: 'http://sync.test', token: await tokenFor(userId), fetch: recording, pollIntervalMs: 3_600_000 }) });
+    await statusWhere(tabula, (status) => status.lastSyncedAt !== null && status.state === 'idle');
+    const arrived = new Promise<void>((resolve) => {
+      onPush = () => {
+        if (pushed.some((body) => body.includes('pushed at once'))) resolve();
+      };
+    });
+    await (await tabula.session('chat')).append({ role: 'user', content: 'pushed at once' });
+    await arrived;
+    expect(await statusWhere(tabula, (status) => status.pending === 0 && status.state === 'idle')).toMatchObject({ pending: 0 });
+    await tabula.close();
   });
 
   it('refuses a pull page with another user’s op, changes nothing, and reports it', { timeout: 30_000 }, async () => {
