@@ -5,17 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { checkIterable, checkOptions, checkRecord, describeValue, isPlainObject } from '../../../src/core/args.js';
-import { TabulaError } from '../../../src/core/index.js';
-
-function refusal(run: () => unknown): TabulaError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof TabulaError) return error;
-    throw error;
-  }
-  throw new Error('expected a TabulaError');
-}
+import { refusal } from './refusal.js';
 
 describe('isPlainObject', () => {
   it('accepts {} and null-prototype objects', () => {

@@ -12,6 +12,7 @@ import {
   type Message,
   type TokenCounter,
 } from '../../../src/core/index.js';
+import { refusal } from './refusal.js';
 
 const user = (content: string, name?: string): Message => (name ? { role: 'user', content, name } : { role: 'user', content });
 const assistant = (content: string): Message => ({ role: 'assistant', content });
@@ -300,17 +301,6 @@ describe('applyLocked', () => {
     expect(await ctx.applyLocked((c) => c.messages.length)).toBe(4);
   });
 });
-
-/** The TabulaError `run` throws (synchronously), or a failure when it returns. */
-function refusal(run: () => unknown): { code: string; message: string } {
-  try {
-    run();
-  } catch (error) {
-    expect(isTabulaError(error)).toBe(true);
-    return error as { code: string; message: string };
-  }
-  throw new Error('expected a TabulaError');
-}
 
 describe('WorkingContext refusals name the call, what it got and what to do', () => {
   it.each([

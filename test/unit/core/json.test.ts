@@ -4,7 +4,6 @@ import { describe, expect, it } from 'vitest';
 import {
   JsonValueSchema,
   MAX_JSON_DEPTH,
-  TabulaError,
   assertJsonValue,
   assertSafeKey,
   cloneJson,
@@ -17,6 +16,7 @@ import {
   structuralEqual,
   type JsonValue,
 } from '../../../src/core/index.js';
+import { refusal } from './refusal.js';
 
 describe('JSON validation', () => {
   it('accepts JSON all the way down', () => {
@@ -139,17 +139,6 @@ function sortDeep(value: unknown): unknown {
   return Object.is(value, -0) ? 0 : value;
 }
 
-/** The TabulaError `run` throws, or a failure when it returns. */
-function thrown(run: () => unknown): TabulaError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof TabulaError) return error;
-    throw error;
-  }
-  throw new Error('expected a TabulaError');
-}
-
 describe('JSON validation: what each refusal says', () => {
   it.each([
     ['undefined', { a: undefined }, 'undefined is not JSON'],
@@ -185,7 +174,7 @@ describe('JSON validation: what each refusal says', () => {
     expect(findKeyProblem('proto')).toBeNull();
     expect(findKeyProblem('')).toBeNull();
     // After a refused key the same object is valid again elsewhere: the walk left no state behind.
-    const error = thrown(() => assertSafeKey('__proto__', 'memory key'));
+    const error = refusal(() => assertSafeKey('__proto__', 'memory key'));
     expect(error.code).toBe('schema/invalid');
     expect(error.message).toMatch(/^memory key: the key "__proto__" is refused.*rename the key\.$/);
     expect(error.issues).toEqual([{ path: ['__proto__'], code: 'custom', message: findKeyProblem('__proto__') }]);
@@ -215,7 +204,7 @@ describe('JSON validation: what each refusal says', () => {
   });
 
   it('assertJsonValue keeps the issue whole on the error', () => {
-    const error = thrown(() => assertJsonValue({ a: [NaN] }, 'state field "x"'));
+    const error = refusal(() => assertJsonValue({ a: [NaN] }, 'state field "x"'));
     expect(error.message).toBe('state field "x" is not a JSON value: at a[0], NaN is not a JSON number.');
     expect(error.issues).toEqual([{ path: ['a', 0], code: 'custom', message: 'NaN is not a JSON number' }]);
   });
@@ -384,7 +373,7 @@ describe('stableKey: one key per structure', () => {
   it('refuses a cycle with argument/invalid naming where it closes, but a shared subtree is fine', () => {
     const cyclic: Record<string, unknown> = { a: { b: [] } };
     ((cyclic.a as Record<string, unknown>).b as unknown[]).push(cyclic);
-    const error = thrown(() => stableKey(cyclic));
+    const error = refusal(() => stableKey(cyclic));
     expect(error.code).toBe('argument/invalid');
     expect(error.message).toBe('Cannot compare a value with a cycle (at a.b[0]).');
     const shared = { x: [1] };

@@ -1,17 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { fcParams } from '../seed.js';
-import { ID_MAX_LENGTH, KEY_MAX_LENGTH, TabulaError, checkName, findNameProblem, nameSchema } from '../../../src/core/index.js';
-
-function refusal(run: () => unknown): TabulaError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof TabulaError) return error;
-    throw error;
-  }
-  throw new Error('expected a TabulaError');
-}
+import { ID_MAX_LENGTH, KEY_MAX_LENGTH, checkName, findNameProblem, nameSchema } from '../../../src/core/index.js';
+import { refusal } from './refusal.js';
 
 describe('names', () => {
   it('accepts 1 to max code units of well-formed text', () => {

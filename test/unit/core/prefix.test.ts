@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PrefixContext, isTabulaError } from '../../../src/core/index.js';
+import { refusal } from './refusal.js';
 
 describe('PrefixContext', () => {
   it('lists system prompt, grounding and schema block in order, in a new array each call', () => {
@@ -57,15 +58,6 @@ describe('PrefixContext', () => {
 });
 
 describe('PrefixContext refusals', () => {
-  function refusal(run: () => unknown): { code: string; message: string } {
-    try {
-      run();
-    } catch (error) {
-      expect(isTabulaError(error, 'argument/invalid')).toBe(true);
-      return error as { code: string; message: string };
-    }
-    throw new Error('expected a TabulaError');
-  }
 
   it.each([
     ['a string as init', () => new PrefixContext('be brief' as unknown as object), 'new PrefixContext(init) takes an options object or nothing, got "be brief".'],
@@ -74,7 +66,9 @@ describe('PrefixContext refusals', () => {
     ['grounding that is not iterable', () => new PrefixContext({ grounding: 1 as unknown as [] }), 'PrefixContext grounding takes an array (or another iterable), got 1.'],
     ['equals() with a plain object', () => new PrefixContext().equals({ systemPrompt: '' } as unknown as PrefixContext), 'prefix.equals(other) compares with a PrefixContext, got an object.'],
   ])('refuses %s, naming it', (_label, run, message) => {
-    expect(refusal(run).message).toBe(message);
+    const error = refusal(run);
+    expect(error.code).toBe('argument/invalid');
+    expect(error.message).toBe(message);
   });
 
   it('takes a schemaBlock of null or a string', () => {

@@ -12,6 +12,7 @@ import {
   type ContextScope,
   type Message,
 } from '../../../src/core/index.js';
+import { refusal } from './refusal.js';
 
 const transcript: Message[] = [
   { role: 'system', content: 'frame' }, // 0
@@ -107,16 +108,6 @@ describe('combinators over a positional scope', () => {
   });
 });
 
-function refusalOf(run: () => unknown): { code: string; message: string } {
-  try {
-    run();
-  } catch (error) {
-    expect(isTabulaError(error)).toBe(true);
-    return error as { code: string; message: string };
-  }
-  throw new Error('expected a TabulaError');
-}
-
 describe('scope arguments are checked where they are given', () => {
   const list: Message[] = [
     { role: 'user', content: 'a', name: 'ann' },
@@ -138,13 +129,13 @@ describe('scope arguments are checked where they are given', () => {
     ['an empty author name', () => tagged(''), 'tagged(name) needs a non-empty author name.'],
     ['an author name that is not a string', () => tagged(7 as unknown as string), 'tagged(name) needs a non-empty author name.'],
   ])('refuses %s with argument/invalid', (_label, run, message) => {
-    const error = refusalOf(run);
+    const error = refusal(run);
     expect(error.code).toBe('argument/invalid');
     expect(error.message).toBe(message);
   });
 
   it('lastTurns says how to resolve it when asked about one message', () => {
-    const error = refusalOf(() => lastTurns(1).matches(list[0]!, 0));
+    const error = refusal(() => lastTurns(1).matches(list[0]!, 0));
     expect(error.code).toBe('scope/positional');
     expect(error.message).toBe('lastTurns() depends on the whole list and cannot judge one message; resolve it with scopeIndices() or slice().');
   });
