@@ -137,11 +137,13 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   });
   const recovery = createRecovery(store);
   const handles = createHandleTracker(onError);
-  /** Closes what the set-up made, when openTabula() fails after it. */
-  const undoSetUp = async () => {
+  /** Closes what the set-up made: the last step of close(), and all of it when openTabula() fails after the set-up. */
+  const tearDown = async () => {
+    await store.boards.close();
     store.closed = true;
     recovery.close();
-    await store.boards.close();
+    stopForgetting();
+    store.knownRows.clear();
     store.coordinator.close();
     store.feed.close();
     boardNotices?.close();
@@ -151,7 +153,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   try {
     await opening;
   } catch (error) {
-    await undoSetUp();
+    await tearDown();
     throw mapStorageError(error, `open the IndexedDB database "${name}"`);
   }
   let engine: SyncEngine | null = null;
@@ -159,7 +161,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     try {
       await seedOutbox(db, defaultUserId);
     } catch (error) {
-      await undoSetUp();
+      await tearDown();
       throw mapStorageError(error, 'queue the existing sessions for sync');
     }
     store.sync = { userId: defaultUserId, nudge: (queued) => engine?.nudge(queued) };
@@ -341,16 +343,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       await Promise.all([...store.openStreams].map((stream) => stream.abort().catch(() => undefined)));
       await handles.closeAll();
       await Promise.allSettled([...store.background]);
-      await store.boards.close();
-      store.closed = true;
-      recovery.close();
-      stopForgetting();
-      store.knownRows.clear();
-      store.coordinator.close();
-      store.feed.close();
-      boardNotices?.close();
-      ownCounter?.close();
-      db.close();
+      await tearDown();
     },
   };
 }
