@@ -32,7 +32,7 @@ import { hlcOf, parseHlc, subOrder } from '../core/hlc.js';
 import { emptyStateFields, type MessageStatus, type Op, type OpBody, type StateFields } from '../core/ops.js';
 import { assertNever } from '../core/errors.js';
 import { Dexie } from 'dexie';
-import { structuralEqual, type JsonValue } from '../core/json.js';
+import { clonePlain, plainEqual, type JsonValue } from '../core/json.js';
 import type { Message } from '../core/message.js';
 import {
   checkRow,
@@ -49,6 +49,7 @@ import {
   type TabulaDb,
 } from './schema.js';
 import type { KnownRows } from './known-rows.js';
+import { dexieRequests, type WriteRequests } from './requests.js';
 
 function wallMs(op: Op): number {
   return parseHlc(hlcOf(op.order)).wallMs;
@@ -282,8 +283,8 @@ export async function loadSlot(db: TabulaDb, userId: string, sessionId: string):
 }
 
 /** Writes the slot's row back if an op changed it. */
-export async function flushSlot(db: TabulaDb, slot: SessionSlot): Promise<void> {
-  if (slot.dirty && slot.row) await db.sessions.put(slot.row);
+export async function flushSlot(requests: WriteRequests, slot: SessionSlot): Promise<void> {
+  if (slot.dirty && slot.row) await requests.sessions.put(slot.row);
   slot.dirty = false;
 }
 
@@ -326,15 +327,20 @@ export function applyOps(db: TabulaDb, ops: readonly Op[], options: ApplyOptions
  * The slot of a session whose row is known: the row is not waited for, its read only checks the guess
  * (IndexedDB runs a transaction's requests in order, so this read sees the row as committed before
  * anything this transaction writes). Writes built on it go out at once: one round trip less. The check
- * goes into `checks`, for {@link knownRowsHeld}; a stored row that is corrupt fails it (and the write
- * made again from the stored row refuses it).
+ * goes into `checks`, for {@link knownRowsHeld}.
+ *
+ * The check is equality with the known row, nothing less: any change another tab or sync made to any
+ * field fails it. A known row is valid (see known-rows.ts), so a stored row equal to it is valid too: the
+ * check is the read's validation, and a stored row that is corrupt fails it (the write made again from
+ * the stored row then refuses it). The slot gets a copy, for the ops to change: the check compares with
+ * `known` when the read arrives, after they have.
  */
-export function knownSlot(db: TabulaDb, key: [string, string], known: SessionRow, checks: Promise<boolean>[]): SessionSlot {
-  const check = db.sessions.get(key).then((row) => row !== undefined && structuralEqual(checkRow('sessions', key, row), known));
+export function knownSlot(requests: WriteRequests, key: [string, string], known: SessionRow, checks: Promise<boolean>[]): SessionSlot {
+  const check = requests.sessions.get(key).then((row) => row !== undefined && plainEqual(row, known));
   // Awaited once the write is built, unless building fails first (then only its outcome is asked).
   check.catch(() => undefined);
   checks.push(check);
-  return { key, row: structuredClone(known), dirty: false };
+  return { key, row: clonePlain(known), dirty: false };
 }
 
 /**
@@ -347,6 +353,7 @@ export async function knownRowsHeld(checks: readonly Promise<boolean>[]): Promis
 
 async function applyInOrder(db: TabulaDb, ops: readonly Op[], options: ApplyOptions): Promise<Op[]> {
   const { conflicts, known, settled } = options;
+  const requests = dexieRequests(db);
   const slots = new Map<string, SessionSlot>();
   const checks: Promise<boolean>[] = [];
   const applied: Op[] = [];
@@ -357,7 +364,7 @@ async function applyInOrder(db: TabulaDb, ops: readonly Op[], options: ApplyOpti
       let slot = slots.get(id);
       if (!slot) {
         const row = known?.get(op.userId, op.sessionId);
-        slot = row ? knownSlot(db, [op.userId, op.sessionId], row, checks) : await loadSlot(db, op.userId, op.sessionId);
+        slot = row ? knownSlot(requests, [op.userId, op.sessionId], row, checks) : await loadSlot(db, op.userId, op.sessionId);
         slots.set(id, slot);
       }
       if (conflicts) slot.conflicts = conflicts;
@@ -374,20 +381,30 @@ async function applyInOrder(db: TabulaDb, ops: readonly Op[], options: ApplyOpti
       }
       const row = slot.row;
       if (!row || run.every((append) => sameLife(row, append) !== undefined)) {
-        applied.push(...(await applyAppends(db, slot, run)));
+        applied.push(...(await applyAppends(requests, slot, run)));
         continue;
       }
       // Some append names a life only the tombstone can place (a delete this replica has not seen yet, say): one by one.
       for (const append of run) if (await applyOp(db, slot, append)) applied.push(append);
     }
-    for (const slot of slots.values()) await flushSlot(db, slot);
+    for (const slot of slots.values()) await flushSlot(requests, slot);
   } catch (error) {
     await knownRowsHeld(checks);
     throw error;
   }
   await knownRowsHeld(checks);
-  if (settled) for (const slot of slots.values()) settled.push({ userId: slot.key[0], sessionId: slot.key[1], row: slot.row });
+  // A row read here (not known) was not validated: only a valid row may become known (see known-rows.ts).
+  if (settled) for (const slot of slots.values()) settled.push({ userId: slot.key[0], sessionId: slot.key[1], row: slot.row && validRow(slot.key, slot.row) });
   return applied;
+}
+
+/** The row if it is valid; undefined if not. */
+function validRow(key: [string, string], row: SessionRow): SessionRow | undefined {
+  try {
+    return checkRow('sessions', key, row);
+  } catch {
+    return undefined;
+  }
 }
 
 /** A message.append op. */
@@ -423,58 +440,51 @@ function touch(slot: SessionSlot, row: SessionRow, op: Op): void {
  * Applies message.append ops of the slot's session, as applying them one by
  * one in order would, with one bulkAdd: one append and 100,000 (an import,
  * a batch, a sync pull) take the same path and the same number of
- * IndexedDB round trips. Returns the ops that added a message.
+ * IndexedDB round trips. Returns the ops that added a message. Its requests
+ * go through `requests`: Dexie's tables, or a native transaction (requests.ts).
  */
-export function applyAppends(db: TabulaDb, slot: SessionSlot, ops: readonly AppendOp[]): Promise<AppendOp[]> {
-  // Dexie promises throughout, not an async function: the transaction's zone must survive the early
-  // returns (a native await of work that touched no table loses it, and the next request then runs
+export function applyAppends(requests: WriteRequests, slot: SessionSlot, ops: readonly AppendOp[]): Promise<AppendOp[]> {
+  // The requests' promises throughout, not an async function: Dexie's transaction zone must survive the
+  // early returns (a native await of work that touched no table loses it, and the next request then runs
   // outside the transaction).
   const row = slot.row;
-  if (!row) return Dexie.Promise.resolve([]);
+  if (!row) return requests.resolved([]);
   // Ops of an earlier life of this id are dropped (those whose life only the tombstone can place went
   // through applyOp's settling first: see applyOps); ops before a clear or restore that has already been
   // applied are gone for good (but count towards lastOrder, as in applyOp).
   const ofThisLife = ops.filter((op) => sameLife(row, op) !== false);
   for (const op of ofThisLife) touch(slot, row, op);
   const candidates = ofThisLife.filter((op) => op.order >= row.clearedBefore);
-  if (candidates.length === 0) return Dexie.Promise.resolve([]);
+  if (candidates.length === 0) return requests.resolved([]);
   // A message that a message.remove has removed stays removed when a replayed or late append arrives;
   // sessions that never removed one skip the look-up.
   const live = row.removedMessages
-    ? db.meta
+    ? requests.meta
         .bulkGet(candidates.map((op) => removedMessageKey(op.userId, op.sessionId, op.body.id)))
         .then((removed) => candidates.filter((_, index) => removed[index] === undefined))
-    : Dexie.Promise.resolve(candidates);
+    : requests.resolved(candidates);
   return live.then((adds) => {
     if (adds.length === 0) return [];
     const before = { messageCount: row.messageCount, tokenTotals: { ...row.tokenTotals } };
     // add() refuses an id that is already stored (a replay, or twice in this batch: the first wins, as
-    // in sequence); Dexie keeps the transaction alive when the BulkError is caught.
-    const added = db.messages.bulkAdd(adds.map((op) => appendedRow(op, op.body)));
+    // in sequence); the others land and the transaction goes on.
+    const added = requests.messages.bulkAdd(adds.map((op) => appendedRow(op, op.body)));
     // The session row goes with the messages, in the same round trip, counted as if every add lands: waiting
     // for the adds first costs one more round trip to IndexedDB per append. A refused add is taken back
     // below, and flushSlot writes the row again; all of it in this transaction, so it lands whole or not at all.
     settle(slot, row, adds);
-    const written = db.sessions.put(row);
+    const written = requests.sessions.put(row);
     // Handled below, or the transaction is already failing with the adds' error.
     written.catch(() => undefined);
     slot.dirty = false;
-    return added.then(
-      () => written.then(() => adds),
-      (error: unknown) => {
-        if (!(error instanceof Dexie.BulkError)) throw error;
-        const refused = new Set<number>();
-        for (const [position, failure] of Object.entries(error.failuresByPos)) {
-          if (failure.name !== 'ConstraintError') throw error;
-          refused.add(Number(position));
-        }
-        row.messageCount = before.messageCount;
-        row.tokenTotals = before.tokenTotals;
-        const landed = settle(slot, row, adds.filter((_, index) => !refused.has(index)));
-        slot.dirty = true;
-        return written.then(() => landed);
-      },
-    );
+    return added.then((refused) => {
+      if (refused.size === 0) return written.then(() => adds);
+      row.messageCount = before.messageCount;
+      row.tokenTotals = before.tokenTotals;
+      const landed = settle(slot, row, adds.filter((_, index) => !refused.has(index)));
+      slot.dirty = true;
+      return written.then(() => landed);
+    });
   });
 }
 
@@ -560,7 +570,7 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
     }
 
     case 'message.append':
-      return (await applyAppends(db, slot, [op])).length > 0;
+      return (await applyAppends(dexieRequests(db), slot, [op])).length > 0;
 
     case 'message.update': {
       const { id, status, message, order, createdAt } = op.body;

@@ -25,6 +25,7 @@
  * new transaction would. It saves creating and scheduling a transaction
  * (0.09 ms of a 0.8 ms read, medians in Chromium 156).
  */
+import { nativeTransaction, succeeded } from './native-requests.js';
 import { sessionRange, type RunRow, type MessageRow, type TabulaDb } from './schema.js';
 
 /** A session's runs still marked running and messages still streaming, as read from IndexedDB. */
@@ -51,12 +52,6 @@ const STREAMING_MESSAGES = '[userId+sessionId+streaming]';
 const MESSAGES_BY_ORDER = '[userId+sessionId+order]';
 const OPEN_READ_STORES = ['sessions', 'runs', 'messages'];
 
-const succeeded = <T>(request: IDBRequest<T>): Promise<T> =>
-  new Promise((resolve, reject) => {
-    request.onsuccess = () => resolve(request.result);
-    request.onerror = () => reject(request.error ?? new DOMException('The IndexedDB request failed.', 'UnknownError'));
-  });
-
 /** The runs and streams of a session that may need recovering, read through Dexie (inside its transaction, if any). */
 export async function findUnfinished(db: TabulaDb, userId: string, sessionId: string): Promise<Unfinished> {
   const [runs, streams] = await Promise.all([
@@ -68,7 +63,7 @@ export async function findUnfinished(db: TabulaDb, userId: string, sessionId: st
 
 /** Reads a session's row and its unfinished runs and streams in one readonly transaction. Rejects with the IndexedDB or Dexie error. */
 export async function readSessionOpen(db: TabulaDb, userId: string, sessionId: string): Promise<SessionOpenRead> {
-  const tx = nativeTransaction(db, OPEN_READ_STORES);
+  const tx = nativeTransaction(db, OPEN_READ_STORES, 'readonly');
   if (!tx) {
     const [row, unfinished] = await db.transaction('r', [db.sessions, db.runs, db.messages], () =>
       Promise.all([db.sessions.get([userId, sessionId]), findUnfinished(db, userId, sessionId)]),
@@ -104,7 +99,7 @@ export async function readMessageRows(db: TabulaDb, userId: string, sessionId: s
       return last === undefined ? index.getAll(query) : (index as Idb3Index).getAll({ query, count: last, direction: 'prev' });
     };
     // The request is what tells whether `reuse` still takes reads: it throws when the transaction is over.
-    const request = (reuse ? unlessOver(() => read(reuse)) : null) ?? unlessOver(() => read(nativeTransaction(db, ['messages'])));
+    const request = (reuse ? unlessOver(() => read(reuse)) : null) ?? unlessOver(() => read(nativeTransaction(db, ['messages'], 'readonly')));
     if (request) {
       const rows = await succeeded(request);
       return last === undefined ? rows : rows.reverse();
@@ -120,18 +115,6 @@ function unlessOver<T>(make: () => T | null): T | null {
     return make();
   } catch (error) {
     if (error instanceof DOMException && (error.name === 'InvalidStateError' || error.name === 'TransactionInactiveError')) return null;
-    throw error;
-  }
-}
-
-/** A readonly transaction over `stores` on the open native connection; null when there is none to use. */
-function nativeTransaction(db: TabulaDb, stores: string[]): IDBTransaction | null {
-  if (!db.isOpen()) return null;
-  try {
-    return db.backendDB().transaction(stores, 'readonly');
-  } catch (error) {
-    // The connection is closing (a versionchange arrived and Dexie has not seen it yet): let Dexie reopen it.
-    if (error instanceof DOMException && error.name === 'InvalidStateError') return null;
     throw error;
   }
 }

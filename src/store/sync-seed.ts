@@ -10,6 +10,7 @@ import { subOrder } from '../core/hlc.js';
 import type { Op, OpBody, OpKind } from '../core/ops.js';
 import { newId } from './ids.js';
 import { sessionRange, sessionTables, userSessionRows, type SessionRow, type TabulaDb } from './schema.js';
+import { dexieRequests } from './requests.js';
 import { queueOutbox } from './writer.js';
 
 /** The meta key that marks a user's existing data as queued. */
@@ -20,7 +21,7 @@ export function seedOutbox(db: TabulaDb, userId: string): Promise<void> {
   return db.transaction('rw', sessionTables(db), async () => {
     if (await db.meta.get(seededKey(userId))) return;
     const sessions = await userSessionRows(db, userId);
-    for (const row of sessions) await queueOutbox(db, await sessionOps(db, row));
+    for (const row of sessions) await queueOutbox(dexieRequests(db), await sessionOps(db, row));
     await db.meta.put({ key: seededKey(userId), value: true });
   });
 }

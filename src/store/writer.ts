@@ -16,24 +16,35 @@ import { mapStorageError } from './errors.js';
 import type { KnownRows } from './known-rows.js';
 import { newId } from './ids.js';
 import { OUTBOX_SEQ_KEY } from './sync-host.js';
+import { abortTransaction, nativeRequests, nativeTransaction, transactionDone } from './native-requests.js';
+import { dexieRequests, type WriteRequests } from './requests.js';
 import { checkRow, lifeOf, sessionTables, type OutboxRow, type SessionRow, type TabulaDb } from './schema.js';
 
 /**
- * Queues ops for sync in the caller's transaction, numbered 1, 2, 3… with no gap (the server refuses
- * gaps): the seq counter lives in meta, so an aborted write takes its numbers back with it. Returns the
- * rows queued. `counter` is the counter's row read earlier in the same transaction (a write issues it
- * with its first requests, so the numbering costs no round trip of its own); by default it is read here.
+ * Queues ops for sync in the caller's transaction (its requests: `dexieRequests(db)` inside a Dexie
+ * transaction), numbered 1, 2, 3… with no gap (the server refuses gaps): the seq counter lives in meta,
+ * so an aborted write takes its numbers back with it. Returns the rows queued. `counter` is the counter's
+ * row read earlier in the same transaction (a write issues it with its first requests, so the numbering
+ * costs no round trip of its own); by default it is read here.
  */
 export async function queueOutbox(
-  db: TabulaDb,
+  requests: WriteRequests,
   items: readonly (Op | { board: { sessionId: string; update: string; after?: string } })[],
   counter?: PromiseLike<{ value: unknown } | undefined>,
 ): Promise<OutboxRow[]> {
   if (items.length === 0) return [];
-  const last = await (counter ?? db.meta.get(OUTBOX_SEQ_KEY));
+  const last = await (counter ?? requests.meta.get(OUTBOX_SEQ_KEY));
   let seq = typeof last?.value === 'number' ? last.value : 0;
   const rows = items.map((item): OutboxRow => ('board' in item ? { seq: ++seq, board: item.board } : { seq: ++seq, op: item }));
-  await Promise.all([db.outbox.bulkAdd(rows), db.meta.put({ key: OUTBOX_SEQ_KEY, value: seq })]);
+  const [refused] = await Promise.all([requests.outbox.bulkAdd(rows), requests.meta.put({ key: OUTBOX_SEQ_KEY, value: seq })]);
+  // A seq already taken means the counter is behind the outbox: pushing would skip or repeat ops.
+  if (refused.size > 0) {
+    const taken = [...refused].map((position) => rows[position]?.seq).join(', ');
+    throw new TabulaError(
+      'storage/failed',
+      `The sync outbox already holds seq ${taken}: its counter fell behind (the database was changed by other code). Nothing of this write was saved; export the sessions and import them into a fresh database to repair it.`,
+    );
+  }
   return rows;
 }
 
@@ -117,6 +128,9 @@ function appendTables(db: TabulaDb) {
   return [db.sessions, db.messages, db.meta, db.outbox];
 }
 
+/** The object stores of {@link appendTables}, for a native transaction. */
+const APPEND_STORES = ['sessions', 'messages', 'meta', 'outbox'];
+
 /** Which tables a write's transaction spans: every table of the sessions, or only those an append touches. */
 export type WriteScope = 'session' | 'append';
 
@@ -165,88 +179,96 @@ async function attempt<T>(
   // Every op this replica folded in, applied or not: one that changed nothing here (a second
   // markCommitted) still moved the session's lastOrder and updatedAt, so the other replicas need it too.
   const emitted: Op[] = [];
-  let result: T;
   let committed: SessionRow | undefined;
   let queued: OutboxRow[] = [];
-  try {
-    result = await db.transaction('rw', scope === 'append' ? appendTables(db) : sessionTables(db), async () => {
-      const key: [string, string] = [userId, sessionId];
-      // The outbox counter is read with the write's first requests, not after them: one round trip less
-      // before the write commits and sync can push it. Awaited by queueOutbox, or unused when nothing syncs.
-      const counter = store.sync ? db.meta.get(OUTBOX_SEQ_KEY) : undefined;
-      counter?.catch(() => undefined);
-      // With a known row: the read that checks it, made before any write of this transaction.
-      const checks: Promise<boolean>[] = [];
-      let slot: SessionSlot;
-      if (known) slot = knownSlot(db, key, known, checks);
-      else {
-        slot = await loadSlot(db, userId, sessionId);
-        if (slot.row) checkRow('sessions', slot.key, slot.row);
-      }
-      let after = slot.row?.lastOrder ?? '';
-      // The life a create starts when there is no row: after the session's last delete ('' for none).
-      let ended = '';
-      if (!slot.row) {
-        // A deleted session's tombstone may be ahead of this tab's clock (another tab's clock, or the
-        // system clock stepped back): a re-create must sort after it, or applyOp would refuse it.
-        ended = await tombstoneOf(db, slot);
-        if (ended > after) after = ended;
-      }
-      /**
-       * The life every op written now names (see `Op.after`): the row's, or the one a create starts.
-       * A row created before lives were named has none: its ops keep naming none.
-       */
-      const lifeAfter = (): { after?: string } => {
-        const life = slot.row ? slot.row.after : ended;
-        return life === undefined ? {} : { after: life };
-      };
-      const nextOrder = (): string => {
-        let order = clock.now();
-        // Another tab or device may have written with a clock ahead of ours: stay causal.
-        if (order <= after) order = clock.receive(hlcOf(after));
-        after = order;
-        return order;
-      };
-      const emitter: Emitter = {
-        row: () => slot.row,
-        existing(life) {
-          if (!slot.row || (life !== undefined && lifeOf(slot.row) !== life)) throw sessionNotFound(userId, sessionId);
-          return slot.row;
-        },
-        nextOrder,
-        async emit(kind, body) {
-          // The op's order is `after` itself, and applying it moves lastOrder no further: nothing to catch up.
-          const op = { id: newId(), kind, userId, sessionId, order: nextOrder(), ...lifeAfter(), body } as Op;
-          emitted.push(op);
-          if (await applyOp(db, slot, op)) applied.push(op);
-          if (kind === 'session.delete' && !slot.row) ended = op.order;
-          return op;
-        },
-        async emitAppends(bodies, orders) {
-          const ops = bodies.map(
-            (body, index): AppendOp => ({ id: newId(), kind: 'message.append', userId, sessionId, order: orders?.[index] ?? nextOrder(), ...lifeAfter(), body }),
-          );
-          emitted.push(...ops);
-          applied.push(...(await applyAppends(db, slot, ops)));
-          // Orders the caller gave (an import's, derived from one key) may sort after `after`: later ops follow them.
-          if (slot.row && slot.row.lastOrder > after) after = slot.row.lastOrder;
-          return ops;
-        },
-      };
-      let value: T;
-      try {
-        value = await build(emitter);
-      } catch (error) {
-        // The error may be the guess's (a session that is there after all).
-        await knownRowsHeld(checks);
-        throw error;
-      }
-      await flushSlot(db, slot);
+  // With a known row: the reads that check it, made before any write of this transaction.
+  const checks: Promise<boolean>[] = [];
+  /** Builds the write and issues its requests, through Dexie's tables or a native transaction's. */
+  const write = async (requests: WriteRequests): Promise<T> => {
+    const key: [string, string] = [userId, sessionId];
+    // The outbox counter is read with the write's first requests, not after them: one round trip less
+    // before the write commits and sync can push it. Awaited by queueOutbox, or unused when nothing syncs.
+    const counter = store.sync ? requests.meta.get(OUTBOX_SEQ_KEY) : undefined;
+    counter?.catch(() => undefined);
+    let slot: SessionSlot;
+    if (known) slot = knownSlot(requests, key, known, checks);
+    else {
+      slot = await loadSlot(db, userId, sessionId);
+      if (slot.row) checkRow('sessions', slot.key, slot.row);
+    }
+    let after = slot.row?.lastOrder ?? '';
+    // The life a create starts when there is no row: after the session's last delete ('' for none).
+    let ended = '';
+    if (!slot.row) {
+      // A deleted session's tombstone may be ahead of this tab's clock (another tab's clock, or the
+      // system clock stepped back): a re-create must sort after it, or applyOp would refuse it.
+      ended = await tombstoneOf(db, slot);
+      if (ended > after) after = ended;
+    }
+    /**
+     * The life every op written now names (see `Op.after`): the row's, or the one a create starts.
+     * A row created before lives were named has none: its ops keep naming none.
+     */
+    const lifeAfter = (): { after?: string } => {
+      const life = slot.row ? slot.row.after : ended;
+      return life === undefined ? {} : { after: life };
+    };
+    const nextOrder = (): string => {
+      let order = clock.now();
+      // Another tab or device may have written with a clock ahead of ours: stay causal.
+      if (order <= after) order = clock.receive(hlcOf(after));
+      after = order;
+      return order;
+    };
+    const emitter: Emitter = {
+      row: () => slot.row,
+      existing(life) {
+        if (!slot.row || (life !== undefined && lifeOf(slot.row) !== life)) throw sessionNotFound(userId, sessionId);
+        return slot.row;
+      },
+      nextOrder,
+      async emit(kind, body) {
+        // applyOp's requests go through Dexie's tables, outside the transaction of a write scoped to appends.
+        if (scope === 'append') throw new TabulaError('argument/invalid', `A write scoped to appends emitted a ${kind} op; only emitAppends() may be used in it.`);
+        // The op's order is `after` itself, and applying it moves lastOrder no further: nothing to catch up.
+        const op = { id: newId(), kind, userId, sessionId, order: nextOrder(), ...lifeAfter(), body } as Op;
+        emitted.push(op);
+        if (await applyOp(db, slot, op)) applied.push(op);
+        if (kind === 'session.delete' && !slot.row) ended = op.order;
+        return op;
+      },
+      async emitAppends(bodies, orders) {
+        const ops = bodies.map(
+          (body, index): AppendOp => ({ id: newId(), kind: 'message.append', userId, sessionId, order: orders?.[index] ?? nextOrder(), ...lifeAfter(), body }),
+        );
+        emitted.push(...ops);
+        applied.push(...(await applyAppends(requests, slot, ops)));
+        // Orders the caller gave (an import's, derived from one key) may sort after `after`: later ops follow them.
+        if (slot.row && slot.row.lastOrder > after) after = slot.row.lastOrder;
+        return ops;
+      },
+    };
+    let value: T;
+    try {
+      value = await build(emitter);
+    } catch (error) {
+      // The error may be the guess's (a session that is there after all).
       await knownRowsHeld(checks);
-      if (store.sync) queued = await queueOutbox(db, emitted.filter((op) => op.userId === store.sync?.userId && isSynced(op)), counter);
-      committed = slot.row;
-      return value;
-    });
+      throw error;
+    }
+    await flushSlot(requests, slot);
+    await knownRowsHeld(checks);
+    if (store.sync) queued = await queueOutbox(requests, emitted.filter((op) => op.userId === store.sync?.userId && isSynced(op)), counter);
+    committed = slot.row;
+    return value;
+  };
+  let result: T;
+  try {
+    // An append built on a known row skips Dexie's transaction machinery (see native-requests.ts): its
+    // build only appends, and awaits nothing but its own requests. Every other write goes through Dexie,
+    // whose scope function must itself be async for Dexie to follow the native awaits in `write`.
+    const native = known ? nativeTransaction(db, APPEND_STORES, 'readwrite') : null;
+    result = native ? await writeNatively(native, write, checks) : await db.transaction('rw', scope === 'append' ? appendTables(db) : sessionTables(db), async () => write(dexieRequests(db)));
   } catch (error) {
     store.knownRows.set(userId, sessionId, undefined);
     if (error instanceof StaleKnownRow) throw error;
@@ -258,4 +280,31 @@ async function attempt<T>(
     store.feed.publish({ userId, sessionId, kinds: [...new Set(applied.map((op) => op.kind))] }, 'local');
   }
   return result;
+}
+
+/**
+ * Runs `write` on a native readwrite transaction and resolves once the transaction has committed:
+ * durable, as Dexie's would be. A known row that the stored one no longer equals aborts the transaction
+ * from the check's own callback, while the write's other requests are still pending: nothing of it can
+ * land, whatever the write does next. When `write` fails, the transaction is aborted before the failure
+ * is passed on, so a rejected write has landed nothing.
+ */
+async function writeNatively<T>(tx: IDBTransaction, write: (requests: WriteRequests) => Promise<T>, checks: readonly Promise<boolean>[]): Promise<T> {
+  const done = transactionDone(tx);
+  const writing = write(nativeRequests(tx));
+  for (const check of checks) {
+    void check.then((held) => {
+      if (!held) abortTransaction(tx);
+    });
+  }
+  let value: T;
+  try {
+    value = await writing;
+  } catch (error) {
+    abortTransaction(tx);
+    await done.catch(() => undefined);
+    throw error;
+  }
+  await done;
+  return value;
 }

@@ -15,6 +15,7 @@ import { REMOTE_ORIGIN } from '../blackboard/registry.js';
 import { checkBlackboardUpdate } from '../blackboard/validate.js';
 import type { TabulaDb } from '../store/schema.js';
 import type { SyncBoard } from '../store/sync-host.js';
+import { dexieRequests } from '../store/requests.js';
 import { queueOutbox } from '../store/writer.js';
 
 /**
@@ -58,7 +59,7 @@ export function queueBoard(db: TabulaDb, userId: string, sessionId: string, boar
     if (Y.equalSnapshots(queued, now)) return false;
     const update = toBase64(Y.encodeStateAsUpdate(board.doc, Y.encodeStateVector(queued.sv)));
     // The update names the board's session life, so that no replica applies it to another life.
-    await queueOutbox(db, [{ board: board.after === undefined ? { sessionId, update } : { sessionId, update, after: board.after } }]);
+    await queueOutbox(dexieRequests(db), [{ board: board.after === undefined ? { sessionId, update } : { sessionId, update, after: board.after } }]);
     await writeQueued(db, userId, sessionId, key, now, stored === null);
     return true;
   });
