@@ -104,15 +104,16 @@ function issueAll<T>(items: readonly T[], issue: (item: T) => IDBRequest, refuse
 }
 
 function nativeTable<Row, Key>(tx: IDBTransaction, name: string): RequestTable<Row, Key> {
-  const store = () => tx.objectStore(name);
+  let store: IDBObjectStore | undefined;
+  const open = () => (store ??= tx.objectStore(name));
   return {
-    get: (key) => issueAll([key], (k) => store().get(k as IDBValidKey)).then(([request]) => request?.result as Row | undefined),
-    bulkGet: (keys) => issueAll(keys, (k) => store().get(k as IDBValidKey)).then((requests) => requests.map((request) => request.result as Row | undefined)),
+    get: (key) => succeeded(open().get(key as IDBValidKey) as IDBRequest<Row | undefined>),
+    bulkGet: (keys) => issueAll(keys, (key) => open().get(key as IDBValidKey)).then((requests) => requests.map((request) => request.result as Row | undefined)),
     bulkAdd: (rows) => {
       const refused = new Set<number>();
-      return issueAll(rows, (row) => store().add(row), refused).then(() => (refused.size === 0 ? NONE_REFUSED : refused));
+      return issueAll(rows, (row) => open().add(row), refused).then(() => (refused.size === 0 ? NONE_REFUSED : refused));
     },
-    put: (row) => issueAll([row], (r) => store().put(r)),
+    put: (row) => succeeded(open().put(row)),
   };
 }
 
