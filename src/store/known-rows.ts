@@ -5,6 +5,10 @@
  * row first (see `commit` in writer.ts). A known row is a guess, never a
  * source of truth: every use is checked against the row IndexedDB holds,
  * inside the same transaction, and a wrong guess costs a retry, nothing else.
+ * A known row is valid: it passed `checkRow`, or apply built it from one that
+ * did; the check compares the stored row with it field by field and does not
+ * validate the stored row again (see `knownSlot` in apply.ts), so a row that
+ * was never validated must not be recorded here.
  * Bounded: the least recently used rows are forgotten first.
  */
 import type { SessionRow } from './schema.js';

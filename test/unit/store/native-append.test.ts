@@ -1,0 +1,202 @@
+/**
+ * An append to a session whose row this Tabula knows issues its requests on
+ * a native IndexedDB transaction (src/store/native-requests.ts), through the
+ * same write path as every other write (src/store/requests.ts). The class of
+ * bug this guards: the fast path losing a guarantee (a stale row that lands,
+ * a replayed id that fails the whole write, a write that waits on the
+ * transaction it runs in), or silently falling back to Dexie for every
+ * append, which costs the speed it exists for and no test of behaviour would
+ * notice.
+ *
+ * How the path taken is seen: a Dexie addon (Dexie's public extension point,
+ * applied to every Dexie instance made while it is registered) records the
+ * readwrite transactions Dexie creates. An append on the native path creates
+ * none; every write through Dexie creates one. That is the difference the
+ * feature is about, seen from outside Tabula.
+ */
+import { Dexie, type DBCore } from 'dexie';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { formatHlc } from '../../../src/core/index.js';
+import { applyAppends, flushSlot, loadSlot, type AppendOp } from '../../../src/store/apply.js';
+import { nativeRequests, transactionDone } from '../../../src/store/native-requests.js';
+import { dexieRequests, type WriteRequests } from '../../../src/store/requests.js';
+import { createDb, messageRow, type TabulaDb } from '../../../src/store/schema.js';
+import { freshTabula, uniqueName } from './helpers.js';
+
+/** The store names of each readwrite transaction Dexie created while registered, for databases named `prefix…`. */
+let dexieWrites: { db: string; stores: string[] }[] = [];
+const recordWrites = (db: Dexie): void => {
+  db.use({
+    stack: 'dbcore',
+    name: 'RecordWrites',
+    create: (down: DBCore): DBCore => ({
+      ...down,
+      transaction(stores, mode, options) {
+        if (mode === 'readwrite') dexieWrites.push({ db: db.name, stores: [...stores] });
+        return down.transaction(stores, mode, options);
+      },
+    }),
+  });
+};
+
+beforeEach(() => {
+  dexieWrites = [];
+  Dexie.addons.push(recordWrites);
+});
+afterEach(() => {
+  Dexie.addons.splice(Dexie.addons.indexOf(recordWrites), 1);
+});
+
+const writesTo = (name: string) => dexieWrites.filter((write) => write.db === name).length;
+
+describe('an append on a known session row', () => {
+  it('creates no Dexie transaction, and resolves once another instance can read it', async () => {
+    const name = uniqueName('native-append');
+    const tabula = await freshTabula({ name });
+    const other = await freshTabula({ name });
+    try {
+      const session = await tabula.session('s');
+      await session.append({ role: 'user', content: 'first' });
+      const before = writesTo(name);
+      for (let i = 0; i < 5; i++) await session.append([{ role: 'user', content: `m${i}` }, { role: 'assistant', content: `r${i}` }]);
+      expect(writesTo(name) - before).toBe(0);
+      const seen = await other.session('s');
+      expect((await seen.messages()).map((m) => m.content)).toEqual(['first', ...[0, 1, 2, 3, 4].flatMap((i) => [`m${i}`, `r${i}`])]);
+      expect(await seen.messageCount()).toBe(11);
+    } finally {
+      await tabula.close();
+      await other.close();
+    }
+  });
+
+  it('built on a row another writer changed (no change event): the native attempt lands nothing, the write runs again through Dexie and lands once', async () => {
+    const name = uniqueName('native-append');
+    const tabula = await freshTabula({ name });
+    const other = createDb(name);
+    try {
+      const session = await tabula.session('s');
+      await session.append({ role: 'user', content: 'known' });
+      // As if another tab had written 5 messages' worth, its announcement not yet arrived.
+      await other.sessions.update(['anonymous', 's'], (row) => {
+        row.messageCount += 5;
+      });
+      const before = writesTo(name);
+      const [stored] = await session.append({ role: 'user', content: 'after' });
+      expect(writesTo(name) - before).toBe(1);
+      expect(await session.messageCount()).toBe(7);
+      const contents = (await other.messages.toArray()).map((row) => row.message.content);
+      expect(contents.sort()).toEqual(['after', 'known']);
+      expect((await other.messages.toArray()).filter((row) => row.id === stored?.id)).toHaveLength(1);
+      // The row the retry committed is known again: the next append is native.
+      await session.append({ role: 'user', content: 'native again' });
+      expect(writesTo(name) - before).toBe(1);
+      expect(await session.messageCount()).toBe(8);
+    } finally {
+      other.close();
+      await tabula.close();
+    }
+  });
+
+  it('made inside memory().transact() joins its transaction instead of waiting for it; messages() there reads in it too', async () => {
+    // Fixed with it: messages() called inside transact()'s fn read on a native transaction, outside Dexie's,
+    // and the transact failed ("Transaction has already completed or failed").
+    const tabula = await freshTabula();
+    try {
+      const session = await tabula.session('s');
+      await session.append({ role: 'user', content: 'before' });
+      const seen = await session.memory('m').transact(async (tx) => {
+        await tx.set('k', 1);
+        await session.append({ role: 'user', content: 'inside' });
+        return (await session.messages()).map((m) => m.content);
+      });
+      expect(seen).toEqual(['before', 'inside']);
+      expect((await session.messages()).map((m) => m.content)).toEqual(['before', 'inside']);
+      expect(await session.memory('m').get('k')).toBe(1);
+    } finally {
+      await tabula.close();
+    }
+  });
+});
+
+describe('applyAppends, through Dexie and through a native transaction alike', () => {
+  const order = (k: number) => formatHlc({ wallMs: Date.now() + 60_000 + k, counter: 0, clientId: 'native' });
+  const appendOp = (id: string, content: string, k: number, after: string | undefined): AppendOp => ({
+    id: `op-${id}-${k}`,
+    kind: 'message.append',
+    userId: 'anonymous',
+    sessionId: 's',
+    order: order(k),
+    ...(after === undefined ? {} : { after }),
+    body: { id, createdAt: 1, status: 'complete', message: { role: 'user', content } },
+  });
+
+  /** A database with session 's' holding message 'old'; the slot of 's' as loaded. */
+  async function seeded(): Promise<{ db: TabulaDb; close: () => Promise<void> }> {
+    const name = uniqueName('native-apply');
+    const tabula = await freshTabula({ name });
+    const session = await tabula.session('s');
+    await session.append({ role: 'user', content: 'stored' });
+    const [stored] = await session.messages();
+    await tabula.close();
+    const db = createDb(name);
+    await db.open();
+    // The stored message gets a fixed id, so that an op can replay it.
+    await db.transaction('rw', db.messages, async () => {
+      await db.messages.delete(['anonymous', 's', stored?.id as string]);
+      await db.messages.add(messageRow({ ...(stored as NonNullable<typeof stored>), id: 'old', userId: 'anonymous', sessionId: 's', status: 'complete', message: { role: 'user', content: 'stored' } }));
+    });
+    return { db, close: async () => db.close() };
+  }
+
+  for (const way of ['dexie', 'native'] as const) {
+    it(`${way}: a replayed id is refused, the rest lands, and the row counts only what landed`, async () => {
+      const { db, close } = await seeded();
+      try {
+        const run = async (write: (requests: WriteRequests) => Promise<string[]>): Promise<string[]> => {
+          if (way === 'dexie') return db.transaction('rw', [db.sessions, db.messages, db.meta, db.outbox], async () => write(dexieRequests(db)));
+          const tx = db.backendDB().transaction(['sessions', 'messages', 'meta', 'outbox'], 'readwrite');
+          const done = transactionDone(tx);
+          const landed = await write(nativeRequests(tx));
+          await done;
+          return landed;
+        };
+        // Loaded before: a native transaction takes no request after an await of anything else.
+        const slot = await loadSlot(db, 'anonymous', 's');
+        const after = slot.row?.after;
+        const landed = await run(async (requests) => {
+          const ops = [appendOp('new1', 'new one', 1, after), appendOp('old', 'replayed', 2, after), appendOp('new2', 'new two', 3, after)];
+          const applied = await applyAppends(requests, slot, ops);
+          await flushSlot(requests, slot);
+          return applied.map((op) => op.body.id);
+        });
+        expect(landed).toEqual(['new1', 'new2']);
+        const rows = await db.messages.toArray();
+        expect(rows.map((row) => [row.id, row.message.content]).sort()).toEqual([
+          ['new1', 'new one'],
+          ['new2', 'new two'],
+          ['old', 'stored'],
+        ]);
+        expect((await db.sessions.get(['anonymous', 's']))?.messageCount).toBe(3);
+      } finally {
+        await close();
+      }
+    });
+  }
+
+  it('native: a row IndexedDB cannot take rejects the add, and the aborted transaction lands nothing', async () => {
+    const { db, close } = await seeded();
+    try {
+      const tx = db.backendDB().transaction(['sessions', 'messages', 'meta', 'outbox'], 'readwrite');
+      const done = transactionDone(tx);
+      const requests = nativeRequests(tx);
+      const good = messageRow({ id: 'good', userId: 'anonymous', sessionId: 's', order: order(1), createdAt: 1, status: 'complete', message: { role: 'user', content: 'good' } });
+      const keyless = { ...good, id: undefined } as unknown as typeof good;
+      await expect(requests.messages.bulkAdd([good, keyless])).rejects.toMatchObject({ name: 'DataError' });
+      tx.abort();
+      await expect(done).rejects.toBeDefined();
+      expect((await db.messages.toArray()).map((row) => row.id)).toEqual(['old']);
+    } finally {
+      await close();
+    }
+  });
+});
