@@ -183,29 +183,6 @@ function copyJson(value: JsonValue): JsonValue {
 }
 
 /**
- * A deep copy of the arrays and plain objects in `value` (any value, not only JSON: a row read from
- * IndexedDB, say); other values (primitives, a Date, a class instance) are shared, not copied. What
- * matters to its callers is that changing a copied array or object never touches the original.
- */
-export function clonePlain<T>(value: T): T {
-  return copyPlain(value) as T;
-}
-
-function copyPlain(value: unknown): unknown {
-  if (typeof value !== 'object' || value === null) return value;
-  if (Array.isArray(value)) return value.map(copyPlain);
-  if (!isPlainObject(value)) return value;
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) {
-    const item = copyPlain((value as Record<string, unknown>)[key]);
-    // `out.__proto__ = x` would replace the prototype: an own key stays an own key.
-    if (key === '__proto__') Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true });
-    else out[key] = item;
-  }
-  return out;
-}
-
-/**
  * True when `a` and `b` are equal plain data: primitives by `===`, arrays item by item, plain objects
  * key by key whatever the key order. Any other object (a Date, a Map, a class instance) is equal only
  * to itself, and NaN to nothing. It errs towards "unequal", for callers to whom a wrong "unequal" costs

@@ -32,7 +32,7 @@ import { hlcOf, parseHlc, subOrder } from '../core/hlc.js';
 import { emptyStateFields, type MessageStatus, type Op, type OpBody, type StateFields } from '../core/ops.js';
 import { assertNever } from '../core/errors.js';
 import { Dexie } from 'dexie';
-import { clonePlain, plainEqual, type JsonValue } from '../core/json.js';
+import { cloneJson, plainEqual, type JsonValue } from '../core/json.js';
 import type { Message } from '../core/message.js';
 import {
   checkRow,
@@ -340,7 +340,8 @@ export function knownSlot(requests: WriteRequests, key: [string, string], known:
   // Awaited once the write is built, unless building fails first (then only its outcome is asked).
   check.catch(() => undefined);
   checks.push(check);
-  return { key, row: clonePlain(known), dirty: false };
+  // A valid row is JSON data (its optional fields may be undefined, which the copy keeps).
+  return { key, row: cloneJson(known as unknown as JsonValue) as unknown as SessionRow, dirty: false };
 }
 
 /**

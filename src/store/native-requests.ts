@@ -23,11 +23,13 @@ import { Dexie } from 'dexie';
 import { NONE_REFUSED, type RequestTable, type WriteRequests } from './requests.js';
 import type { TabulaDb } from './schema.js';
 
+const failure = (request: IDBRequest) => request.error ?? new DOMException('The IndexedDB request failed.', 'UnknownError');
+
 /** The request's result, once it has succeeded; its error when it fails. */
 export function succeeded<T>(request: IDBRequest<T>): Promise<T> {
   return new Promise((resolve, reject) => {
     request.onsuccess = () => resolve(request.result);
-    request.onerror = () => reject(request.error ?? new DOMException('The IndexedDB request failed.', 'UnknownError'));
+    request.onerror = () => reject(failure(request));
   });
 }
 
@@ -67,8 +69,6 @@ export function abortTransaction(tx: IDBTransaction): void {
   }
 }
 
-const failure = (request: IDBRequest) => request.error ?? new DOMException('The IndexedDB request failed.', 'UnknownError');
-
 /**
  * Issues one request per item and resolves, with the requests, once the last has succeeded: a
  * transaction runs its requests in order, so by then every one has. `refused`, when given, collects
@@ -76,14 +76,8 @@ const failure = (request: IDBRequest) => request.error ?? new DOMException('The 
  */
 function issueAll<T>(items: readonly T[], issue: (item: T) => IDBRequest, refused?: Set<number>): Promise<IDBRequest[]> {
   return new Promise((resolve, reject) => {
-    let requests: IDBRequest[];
-    try {
-      requests = items.map(issue);
-    } catch (error) {
-      // A row IndexedDB cannot take (no key, not cloneable) throws here; the writer aborts what was issued.
-      reject(error instanceof Error ? error : new DOMException(String(error), 'DataError'));
-      return;
-    }
+    // A row IndexedDB cannot take (no key, not cloneable) throws here, which rejects; the writer aborts what was issued.
+    const requests = items.map(issue);
     const last = requests.length - 1;
     requests.forEach((request, position) => {
       request.onerror = (event) => {

@@ -37,14 +37,9 @@ export async function queueOutbox(
   let seq = typeof last?.value === 'number' ? last.value : 0;
   const rows = items.map((item): OutboxRow => ('board' in item ? { seq: ++seq, board: item.board } : { seq: ++seq, op: item }));
   const [refused] = await Promise.all([requests.outbox.bulkAdd(rows), requests.meta.put({ key: OUTBOX_SEQ_KEY, value: seq })]);
-  // A seq already taken means the counter is behind the outbox: pushing would skip or repeat ops.
-  if (refused.size > 0) {
-    const taken = [...refused].map((position) => rows[position]?.seq).join(', ');
-    throw new TabulaError(
-      'storage/failed',
-      `The sync outbox already holds seq ${taken}: its counter fell behind (the database was changed by other code). Nothing of this write was saved; export the sessions and import them into a fresh database to repair it.`,
-    );
-  }
+  // A seq already taken means the counter is behind the outbox (other code changed the database): pushing
+  // would skip or repeat ops, so the write fails (storage/failed) and lands nothing.
+  if (refused.size > 0) throw new DOMException(`The sync outbox already holds seq ${[...refused].map((position) => rows[position]?.seq).join(', ')}`, 'ConstraintError');
   return rows;
 }
 
@@ -229,7 +224,7 @@ async function attempt<T>(
       nextOrder,
       async emit(kind, body) {
         // applyOp's requests go through Dexie's tables, outside the transaction of a write scoped to appends.
-        if (scope === 'append') throw new TabulaError('argument/invalid', `A write scoped to appends emitted a ${kind} op; only emitAppends() may be used in it.`);
+        if (scope === 'append') throw new TabulaError('argument/invalid', `emit(${kind}) in an append-only write`);
         // The op's order is `after` itself, and applying it moves lastOrder no further: nothing to catch up.
         const op = { id: newId(), kind, userId, sessionId, order: nextOrder(), ...lifeAfter(), body } as Op;
         emitted.push(op);

@@ -16,7 +16,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isTabulaError, type Session } from '../../../src/index.js';
 import { formatHlc } from '../../../src/core/index.js';
-import { clonePlain, plainEqual } from '../../../src/core/json.js';
+import { cloneJson, plainEqual, type JsonValue } from '../../../src/core/json.js';
 import { createDb, sessionRange } from '../../../src/store/schema.js';
 import { fcParams, testSeed } from '../seed.js';
 import { freshTabula, uniqueName } from './helpers.js';
@@ -191,7 +191,7 @@ describe('appends built on a known session row', () => {
   });
 });
 
-describe('plainEqual and clonePlain, as the known-row check and its slot use them', () => {
+describe('plainEqual and cloneJson, as the known-row check and its slot use them', () => {
   it('equal exactly when every field is, whatever the key order; in doubt, unequal (a retry, never a stale row kept)', () => {
     expect(plainEqual({ a: 1, b: [1, { c: null }] }, { b: [1, { c: null }], a: 1 })).toBe(true);
     expect(plainEqual({ a: 1 }, { a: 1, b: undefined })).toBe(false);
@@ -211,7 +211,7 @@ describe('plainEqual and clonePlain, as the known-row check and its slot use the
 
   it('the copy shares no object or array with the original, so the ops may change it while the check compares with the original', () => {
     const row = { a: 1, nested: { list: [1, { deep: 'x' }] }, none: null, missing: undefined };
-    const copy = clonePlain(row);
+    const copy = cloneJson(row as unknown as JsonValue) as unknown as typeof row;
     expect(plainEqual(copy, row)).toBe(true);
     copy.nested.list.push(2);
     (copy.nested.list[1] as { deep: string }).deep = 'y';
