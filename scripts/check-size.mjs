@@ -39,7 +39,7 @@ export const ENTRIES = [
   // session()'s transaction and the set-up during the open 338), which took a new instance's open + last 50 of a
   // 100k-message chat from 1.62× to 1.39× raw Dexie (2.70 → 2.33 ms, medians of one run, bench/peers.bench.ts),
   // then +0.55 KB for the native append (766 bytes over 58,406: the requests interface and its native
-  // transaction about 600, plainEqual for the known-row check about 150; 114 reclaimed by reusing cloneJson and shorter
+  // transaction about 600, plainEqual for the known-row check about 150; 156 reclaimed by reusing cloneJson and shorter
   // errors), which took one append from 1.70× to 1.21–1.24× raw Dexie (bench/append-floor.bench.ts).
   { name: "import { WorkingContext } from 'tabula-sdk/core'", code: "export { WorkingContext } from 'tabula-sdk/core';", budgetBytes: 14 * 1024 },
   { name: "import { openTabula } from 'tabula-sdk'", code: "export { openTabula } from 'tabula-sdk';", budgetBytes: 57.8 * 1024, lazy: LAZY },
