@@ -288,9 +288,13 @@ async function writeNatively<T>(tx: IDBTransaction, write: (requests: WriteReque
   const done = transactionDone(tx);
   const writing = write(nativeRequests(tx));
   for (const check of checks) {
-    void check.then((held) => {
-      if (!held) abortTransaction(tx);
-    });
+    // A check that fails to read has failed the transaction already: nothing to abort.
+    void check.then(
+      (held) => {
+        if (!held) abortTransaction(tx);
+      },
+      () => undefined,
+    );
   }
   let value: T;
   try {
