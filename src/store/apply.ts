@@ -1,6 +1,7 @@
 /**
  * The one write path: applies ops to the database inside the caller's
- * Dexie transaction. Local writes and ops that arrive from sync both come
+ * Dexie transaction (appends also inside a native one: their requests go
+ * through requests.ts). Local writes and ops that arrive from sync both come
  * through here. Applying an op twice changes nothing, and replicas that get
  * the same ops in different orders end equal (DESIGN §3.5):
  * - rows created by an op are keyed by ids the op carries;

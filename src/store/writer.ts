@@ -138,7 +138,9 @@ export type WriteScope = 'session' | 'append';
  * its read, the message add and the row write go to IndexedDB together, built on the known row, and
  * the transaction commits only if the row read equals it. IndexedDB runs a transaction's requests in
  * the order they were made, so the read sees the row as committed before this write; when it differs,
- * the transaction aborts (nothing lands) and the write runs again from the row it reads.
+ * the transaction aborts (nothing lands) and the write runs again from the row it reads. Such an append
+ * is made on a native IndexedDB transaction rather than Dexie's (see native-requests.ts), through the
+ * same write path; the retry, and every other write, goes through Dexie.
  */
 export async function commit<T>(
   store: StoreContext,
