@@ -9,7 +9,8 @@
  * Dexie. The two floors say how much of the gap is the requests, how much
  * Dexie's transaction around them, and how much Tabula's own code.
  * Environment: FLOOR_ROUNDS (default 300 samples of each), FLOOR_N (messages
- * already in each database, default 1000).
+ * already in each database, default 1000; another N writes
+ * bench/results/append-floor-n<N>.json).
  */
 import { callPage, startBenchBrowser } from './lib/browser.js';
 import { summarise } from './lib/measure.js';
@@ -49,7 +50,8 @@ try {
   });
   const ratio = (way: string) => summarise(all[way] ?? []).medianMs / floor.medianMs;
   report({
-    name: 'append-floor',
+    // One file per N: the default N keeps the name the README cites.
+    name: N === 1000 ? 'append-floor' : `append-floor-n${N}`,
     title: `One append, and the floors under it (Chromium, ${ROUNDS} samples of each, interleaved)`,
     baseline: 'raw Dexie: add to a one-store database, then one BroadcastChannel message (the peers benchmark floor)',
     rows,
