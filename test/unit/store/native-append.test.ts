@@ -17,7 +17,7 @@
 import { Dexie, type DBCore } from 'dexie';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { formatHlc } from '../../../src/core/index.js';
-import { applyAppends, flushSlot, loadSlot, type AppendOp } from '../../../src/store/apply.js';
+import { applyAppends, applyOps, flushSlot, loadSlot, type AppendOp, type ApplyOptions } from '../../../src/store/apply.js';
 import { nativeRequests, transactionDone } from '../../../src/store/native-requests.js';
 import { dexieRequests, type WriteRequests } from '../../../src/store/requests.js';
 import { createDb, messageRow, type TabulaDb } from '../../../src/store/schema.js';
@@ -182,6 +182,21 @@ describe('applyAppends, through Dexie and through a native transaction alike', (
       }
     });
   }
+
+  it('a session row a sync pull read and left corrupt is not recorded as known (the check trusts known rows to be valid)', async () => {
+    const { db, close } = await seeded();
+    try {
+      await db.sessions.update(['anonymous', 's'], (row) => {
+        (row as unknown as { version: unknown }).version = 'corrupt';
+      });
+      const settled: NonNullable<ApplyOptions['settled']> = [];
+      const row = await db.sessions.get(['anonymous', 's']);
+      await applyOps(db, [appendOp('pulled', 'pulled', 1, row?.after)], { settled });
+      expect(settled).toEqual([{ userId: 'anonymous', sessionId: 's', row: undefined }]);
+    } finally {
+      await close();
+    }
+  });
 
   it('native: a row IndexedDB cannot take rejects the add, and the aborted transaction lands nothing', async () => {
     const { db, close } = await seeded();
