@@ -48,7 +48,11 @@ describe('session.stream() refuses bad arguments by name', () => {
     await expect(stream.done({ role: 'user' } as never)).rejects.toMatchObject({
       message: `done(final) of stream ${stream.id}: a stream writes an assistant message; final.role "user" is refused.`,
     });
-    expect(() => stream.write(7 as never)).toThrow('stream.write() takes a string chunk, got number.');
+    expect(() => stream.write(7 as never)).toThrow(expect.objectContaining({ code: 'argument/invalid', message: 'stream.write() takes a string chunk, got number.' }) as Error);
+    await expect(stream.done({ content: 7 } as never)).rejects.toMatchObject({
+      code: 'schema/invalid',
+      message: expect.stringContaining(`the final message of stream ${stream.id}`) as string,
+    });
     expect(await stream.done({ name: 'bot' })).toMatchObject({ status: 'complete', content: 'answer', name: 'bot' });
     expect(() => stream.write('late')).toThrow(`Stream ${stream.id} is finished; write() after done() or abort() is refused.`);
     await expect(stream.abort()).rejects.toMatchObject({ code: 'stream/closed', message: `Stream ${stream.id} is already finished.` });
