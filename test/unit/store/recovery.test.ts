@@ -31,19 +31,38 @@ async function crashableTab(name: string) {
   const local = localLocks();
   let crash: () => void = () => undefined;
   const crashed = new Promise<null>((resolve) => (crash = () => resolve(null)));
+  /** While set, the next query of the held locks (recovery's) waits for it; `queries` counts them. */
+  let gate: Promise<void> | null = null;
+  let queries = 0;
   const manager = {
     request(lockName: string, options: LockOptions, callback: (lock: { name: string } | null) => Promise<unknown>) {
       const forwarded = { ...(options.ifAvailable ? { ifAvailable: true } : {}), ...(options.signal ? { signal: options.signal } : {}) };
       return local.request(lockName, forwarded, (lock) => Promise.race([callback(lock), crashed]));
     },
     async query() {
+      queries += 1;
+      if (gate) {
+        const waiting = gate;
+        gate = null;
+        await waiting;
+      }
       return { held: (await local.held()).map((held) => ({ name: held })) };
     },
+  };
+  /** Holds the next query of the held locks until release(), or fails it with fail(error). */
+  const holdQuery = () => {
+    let release: () => void = () => undefined;
+    let fail: (error: Error) => void = () => undefined;
+    gate = new Promise<void>((resolve, reject) => {
+      release = resolve;
+      fail = reject;
+    });
+    return { release, fail };
   };
   vi.stubGlobal('navigator', { locks: manager });
   try {
     const tabula = await freshTabula({ name });
-    return Object.assign(tabula, { crash });
+    return Object.assign(tabula, { crash, holdQuery, queries: () => queries });
   } finally {
     vi.unstubAllGlobals();
   }
@@ -243,6 +262,83 @@ describe.skipIf(hasWebLocks)('crash recovery across tabs', () => {
     expect(tabB.reported[0]).toMatchObject({ code: 'storage/quota-exceeded', message: expect.stringContaining(`Could not mark stream ${stream.id} interrupted:`) as string });
     vi.restoreAllMocks();
     await tabA.close();
+    await tabB.close();
+  });
+});
+
+describe.skipIf(hasWebLocks)('crash recovery while its own check is under way', () => {
+  it('a stream started while a check of the session is under way is found by the check that follows it', async () => {
+    const name = uniqueName();
+    const tabB = await crashableTab(name);
+    const b = await tabB.session('s');
+    const tabA = await crashableTab(name);
+    const a = await tabA.session('s');
+    // B's check for A's first stream stops at its query of the held locks, after reading the rows.
+    const held = tabB.holdQuery();
+    const first = await a.stream({ role: 'assistant' });
+    await waitFor(() => tabB.queries() === 1);
+    // A second stream starts meanwhile: B hears of it while its check is still under way.
+    const heard = nextChange(b, (change) => change.kinds.includes('message.append'));
+    const second = await a.stream({ role: 'assistant' });
+    await heard;
+    held.release();
+    // B checks again after that check and watches the second stream too: both are interrupted when A crashes.
+    await waitFor(() => tabB.queries() === 2);
+    tabA.crash();
+    await afterWatchers(name, 's', first.id);
+    await afterWatchers(name, 's', second.id);
+    expect(await statusOf(b, first.id)).toEqual(['interrupted', '']);
+    expect(await statusOf(b, second.id)).toEqual(['interrupted', '']);
+    expect(tabB.reported).toEqual([]);
+    await tabA.close();
+    await tabB.close();
+  });
+
+  it('a check that fails is reported, naming the session; one that fails after close() is not', async () => {
+    const name = uniqueName();
+    const tabB = await crashableTab(name);
+    const b = await tabB.session('s');
+    const tabA = await crashableTab(name);
+    const a = await tabA.session('s');
+    let held = tabB.holdQuery();
+    await a.stream({ role: 'assistant' });
+    await waitFor(() => tabB.queries() === 1);
+    held.fail(new Error('the lock manager failed'));
+    await waitFor(() => tabB.reported.length > 0);
+    expect(tabB.reported).toEqual([expect.objectContaining({ code: 'storage/failed', message: 'Could not recover session "s": the lock manager failed' })]);
+
+    held = tabB.holdQuery();
+    await a.stream({ role: 'assistant' });
+    await waitFor(() => tabB.queries() === 2);
+    await tabB.close();
+    held.fail(new Error('too late to matter'));
+    // The failed check's handlers are promise callbacks: all of them have run before the next task.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(tabB.reported).toHaveLength(1);
+    await expect(b.messages()).rejects.toMatchObject({ code: 'storage/closed' });
+    await tabA.close();
+  });
+
+  it('a run left running, whose session another tab deletes while the check that found it is under way: the open still succeeds and writes nothing', async () => {
+    const name = uniqueName();
+    const setup = await freshTabula({ name });
+    await setup.session('s');
+    const raw = createDb(name);
+    await raw.runs.put({ runId: 'orphan', userId: 'anonymous', sessionId: 's', scope: 'default', visit: 1, attempt: 1, status: 'running', startedAt: 1, endedAt: null });
+    raw.close();
+    const tabB = await crashableTab(name);
+    const held = tabB.holdQuery();
+    const opening = tabB.session('s');
+    await waitFor(() => tabB.queries() === 1);
+    await setup.deleteSession('s');
+    held.release();
+    const session = await opening;
+    await expect(session.runs()).resolves.toEqual([]);
+    const check = createDb(name);
+    expect(await check.runs.toArray()).toEqual([]);
+    check.close();
+    expect(tabB.reported).toEqual([]);
+    await setup.close();
     await tabB.close();
   });
 });
