@@ -127,6 +127,75 @@ describe('session.tokens() with each shape of counter', () => {
   });
 });
 
+describe('what session.tokens() keeps for the next call', () => {
+  it('a running total on the session row: of no message on an empty session, then up to the last message counted', async () => {
+    const name = uniqueName();
+    const counter = recordingCounter('countEach');
+    const tabula = await freshTabula({ name, tokenCounter: counter });
+    const session = await tabula.session('s');
+    const stored = async () => {
+      const raw = createDb(name);
+      const row = await raw.sessions.get(['anonymous', 's']);
+      raw.close();
+      return row?.tokenTotals[counter.name];
+    };
+    expect(await session.tokens()).toBe(0);
+    // The next call waits for this one's caching write, so the row read after it holds the total.
+    await session.tokens();
+    expect(await stored()).toEqual({ total: 0, upTo: '', messages: 0 });
+    const messages = [user('a'), user('bb'), user('ccc')];
+    const appended = await session.append(messages);
+    const total = await approx.count(messages);
+    expect(await session.tokens()).toBe(total);
+    await session.tokens();
+    expect(await stored()).toEqual({ total, upTo: appended.at(-1)!.order, messages: 3 });
+    const [more] = await session.append(user('dddd'));
+    await session.tokens();
+    await session.tokens();
+    expect(await stored()).toEqual({ total: total + (await approx.count([user('dddd')])), upTo: more!.order, messages: 4 });
+    await tabula.close();
+  });
+
+  it('a count per message: when a removed message drops the running total, the rest are not counted again', async () => {
+    const counter = recordingCounter('countEach');
+    const tabula = await freshTabula({ tokenCounter: counter });
+    const session = await tabula.session('s');
+    await session.setPrefix(prefix);
+    const [first] = await session.append([user('a'), user('bb'), user('ccc')]);
+    await session.tokens();
+    await session.memory().transact(async (tx) => tx.removeMessages([first!.id]));
+    counter.calls.length = 0;
+    expect(await session.tokens()).toBe(await expected(prefix, [user('bb'), user('ccc')]));
+    expect(counter.calls).toEqual([{ method: 'count', contents: ['p'] }]);
+    await tabula.close();
+  });
+
+  it('a message that grew while it was counted (a stream) keeps no count of its old text', async () => {
+    const counter = recordingCounter('countEach');
+    const tabula = await freshTabula({ tokenCounter: counter });
+    const session = await tabula.session('s');
+    await session.setPrefix(prefix);
+    const stream = await session.stream({ role: 'assistant', flushIntervalMs: 0 });
+    const flushedOnce = new Promise<void>((resolve) => session.subscribe((change) => change.kinds.includes('message.update') && resolve()));
+    stream.write('short');
+    await flushedOnce;
+    const release = counter.hold();
+    const counting = session.tokens();
+    await waitFor(() => counter.calls.some((call) => call.method === 'count'));
+    const longer = 'short' + ' and a much longer text'.repeat(20);
+    const flushedTwice = new Promise<void>((resolve) => session.subscribe((change) => change.kinds.includes('message.update') && resolve()));
+    stream.write(longer.slice('short'.length));
+    await flushedTwice;
+    release();
+    expect(await counting).toBe(await expected(prefix, [{ role: 'assistant', content: 'short' }]));
+    // Counted again from the stored text: the count of 'short' was not kept on the grown message.
+    await session.tokens();
+    expect(await session.tokens()).toBe(await expected(prefix, [{ role: 'assistant', content: longer }]));
+    await stream.done();
+    await tabula.close();
+  });
+});
+
 describe('session.tokens() while the session changes', () => {
   it('a clear from another tab during the count: the count returned is of what it read, and no stale total is kept', async () => {
     const name = uniqueName();
