@@ -235,7 +235,7 @@ describe('localLocks, where Web Locks would differ', () => {
     controller.abort('not an Error');
     const refused = await waiting.then(() => null, (error: unknown) => error);
     expect(refused).toBeInstanceOf(DOMException);
-    expect(refused).toMatchObject({ name: 'AbortError' });
+    expect(refused).toMatchObject({ name: 'AbortError', message: 'The lock request was aborted.' });
     const abortedBefore = locks.request(name, { signal: AbortSignal.abort('neither') }, async () => 'ran');
     first.release();
     await first.done;
