@@ -14,7 +14,8 @@ export interface Locks {
   /**
    * Runs `callback` while holding the exclusive lock `name`. With
    * `ifAvailable` the callback gets null at once when the lock is held;
-   * `signal` aborts a request that is still waiting.
+   * `signal` aborts a request that is still waiting, and refuses one made
+   * after it was aborted, whether the lock is free or held.
    */
   request<T>(name: string, options: { ifAvailable?: boolean; signal?: AbortSignal }, callback: (lock: { name: string } | null) => Promise<T>): Promise<T>;
   /** Names of the locks held right now. */
@@ -56,6 +57,8 @@ export function localLocks(): Locks {
 
   return {
     async request(name, options, callback) {
+      // Checked first, as Web Locks does: a waiter added with a signal already aborted would never hear its 'abort'.
+      if (options.signal?.aborted) throw abortError(options.signal);
       if (state.held.has(name)) {
         if (options.ifAvailable) return callback(null);
         await new Promise<void>((resolve, reject) => {
@@ -76,7 +79,6 @@ export function localLocks(): Locks {
         });
         // Granted by release(): the lock passed straight to us and stays in `held`.
       } else {
-        if (options.signal?.aborted) throw abortError(options.signal);
         state.held.add(name);
       }
       try {
@@ -98,10 +100,13 @@ export function platformLocks(): Locks {
   return {
     async request<T>(name: string, options: { ifAvailable?: boolean; signal?: AbortSignal }, callback: (lock: { name: string } | null) => Promise<T>): Promise<T> {
       const { ifAvailable, signal } = options;
+      // Web Locks refuses `signal` with `ifAvailable` (NotSupportedError). A request that never waits has
+      // nothing for a signal to cancel, so only an abort that came before it counts, as in localLocks().
+      if (ifAvailable && signal?.aborted) throw abortError(signal);
       // The DOM typing unwraps the callback's promise one level too many; the value is the callback's.
       return (await manager.request(
         name,
-        { mode: 'exclusive', ...(ifAvailable ? { ifAvailable } : {}), ...(signal ? { signal } : {}) },
+        { mode: 'exclusive', ...(ifAvailable ? { ifAvailable } : signal ? { signal } : {}) },
         (lock) => callback(lock ? { name: lock.name } : null),
       ));
     },

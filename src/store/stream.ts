@@ -12,6 +12,7 @@
 import { describeValue } from '../core/args.js';
 import { TabulaError } from '../core/errors.js';
 import { parseMessage, type Message } from '../core/message.js';
+import { mapStorageError } from './errors.js';
 import { newId } from './ids.js';
 import { toStoredMessage } from './stored.js';
 import type { StoredMessage } from './types.js';
@@ -121,7 +122,7 @@ export async function openStream(deps: StreamDeps, init: StreamInit): Promise<Me
       flushedText = content;
       lastFlushAt = Date.now();
     } catch (error) {
-      failure = error instanceof TabulaError ? error : new TabulaError('storage/failed', `Flushing stream ${id} failed.`, { cause: error });
+      failure = mapStorageError(error, `flush stream ${id}`);
       store.onError(failure);
     }
   };

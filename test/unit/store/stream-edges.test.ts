@@ -1,0 +1,240 @@
+/**
+ * session.stream() at its edges: what it refuses and how it says so, the
+ * stream's lock (held while it streams, released however it ends: other tabs
+ * read a held lock as "still streaming"), a flush that fails, a write of
+ * nothing, and the flush schedule checked on a fake clock rather than timed.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { platformLocks } from '../../../src/store/locks.js';
+import { freshTabula, uniqueName, waitFor } from './helpers.js';
+
+afterEach(() => {
+  vi.useRealTimers();
+  vi.restoreAllMocks();
+});
+
+/** The held locks that name the stream `id` (its lock is named for its message). */
+const locksOf = async (id: string) => (await platformLocks().held()).filter((name) => name.endsWith(`:${id}`));
+
+/** Waits until the stream's lock is released (released once the stream ended, not before its promise settles). */
+const released = (id: string) => expect.poll(() => locksOf(id), { timeout: 20_000 }).toEqual([]);
+
+describe('session.stream() refuses bad arguments by name', () => {
+  it('a missing or other role, an empty or non-string name, a flushIntervalMs that is no number of ms ≥ 0', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    await expect(session.stream({ role: 'user' } as never)).rejects.toMatchObject({ code: 'argument/invalid', message: expect.stringMatching(/stream\(\) writes assistant messages/) as string });
+    await expect(session.stream({ role: 'assistant', name: '' })).rejects.toMatchObject({ code: 'argument/invalid', message: expect.stringMatching(/stream\(\{ name \}\) must be a non-empty string/) as string });
+    await expect(session.stream({ role: 'assistant', name: 42 } as never)).rejects.toMatchObject({ code: 'argument/invalid', message: expect.stringMatching(/name/) as string });
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, -1, '10']) {
+      await expect(session.stream({ role: 'assistant', flushIntervalMs: bad } as never)).rejects.toMatchObject({
+        code: 'argument/invalid',
+        message: expect.stringMatching(/stream\(\{ flushIntervalMs \}\) must be a number of ms ≥ 0, got /) as string,
+      });
+    }
+    // Nothing was started by a refused call.
+    expect(await session.messages()).toEqual([]);
+    await tabula.close();
+  });
+
+  it('done(final) that is not an object of message fields is refused and the stream stays open', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const stream = await session.stream({ role: 'assistant' });
+    stream.write('answer');
+    for (const bad of [null, [], 'text', 7]) {
+      await expect(stream.done(bad as never)).rejects.toMatchObject({ code: 'argument/invalid', message: 'done(final) takes an object of message fields.' });
+    }
+    await expect(stream.done({ role: 'user' } as never)).rejects.toMatchObject({
+      message: `done(final) of stream ${stream.id}: a stream writes an assistant message; final.role "user" is refused.`,
+    });
+    expect(() => stream.write(7 as never)).toThrow(expect.objectContaining({ code: 'argument/invalid', message: 'stream.write() takes a string chunk, got number.' }) as Error);
+    await expect(stream.done({ content: 7 } as never)).rejects.toMatchObject({
+      code: 'schema/invalid',
+      message: expect.stringContaining(`the final message of stream ${stream.id}`) as string,
+    });
+    expect(await stream.done({ name: 'bot' })).toMatchObject({ status: 'complete', content: 'answer', name: 'bot' });
+    expect(() => stream.write('late')).toThrow(`Stream ${stream.id} is finished; write() after done() or abort() is refused.`);
+    await expect(stream.abort()).rejects.toMatchObject({ code: 'stream/closed', message: `Stream ${stream.id} is already finished.` });
+    await tabula.close();
+  });
+});
+
+describe('the stream lock', () => {
+  it('is held while the stream is open and released when it completes or is aborted', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const completed = await session.stream({ role: 'assistant' });
+    const aborted = await session.stream({ role: 'assistant' });
+    expect(await locksOf(completed.id)).toHaveLength(1);
+    expect(await locksOf(aborted.id)).toHaveLength(1);
+    completed.write('done');
+    await completed.done();
+    await released(completed.id);
+    expect(await locksOf(aborted.id)).toHaveLength(1);
+    await aborted.abort();
+    await released(aborted.id);
+    await tabula.close();
+  });
+
+  it('is released when done() fails too, and when the stream could not start', async () => {
+    const name = uniqueName();
+    const tabA = await freshTabula({ name });
+    const tabB = await freshTabula({ name });
+    const session = await tabA.session('s');
+    const stream = await session.stream({ role: 'assistant' });
+    await tabB.deleteSession('s');
+    await expect(stream.done()).rejects.toMatchObject({ code: 'session/not-found' });
+    await released(stream.id);
+    // The handle outlived its session: the start fails and leaves no lock behind.
+    const before = await platformLocks().held();
+    await expect(session.stream({ role: 'assistant' })).rejects.toMatchObject({ code: 'session/not-found' });
+    await expect.poll(async () => (await platformLocks().held()).filter((lock) => !before.includes(lock) && lock.includes(`tabula:${name}:stream:`)), { timeout: 20_000 }).toEqual([]);
+    await tabA.close();
+    await tabB.close();
+  });
+});
+
+describe('a stream whose message was replaced', () => {
+  it('by restore() to a checkpoint taken mid-stream (which holds it interrupted): done() is refused and the checkpoint’s copy stays', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const stream = await session.stream({ role: 'assistant', flushIntervalMs: 0 });
+    const flushed = new Promise<void>((resolve) => session.subscribe((change) => change.kinds.includes('message.update') && resolve()));
+    stream.write('half');
+    await flushed;
+    const checkpoint = await session.checkpoint();
+    stream.write(' and more');
+    await session.restore(checkpoint.id);
+    await expect(stream.done()).rejects.toMatchObject({
+      code: 'stream/dropped',
+      message: expect.stringContaining(`Streamed message ${stream.id} of session "s" of user "anonymous" is no longer stored as streaming`) as string,
+    });
+    expect((await session.messages()).map((m) => [m.id, m.status, m.content])).toEqual([[stream.id, 'interrupted', 'half']]);
+    await tabula.close();
+  });
+
+  it('a flush that fails is reported once, and the stream refuses further writes with that error', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const stream = await session.stream({ role: 'assistant', flushIntervalMs: 0 });
+    await session.clearContext();
+    stream.write('into the void');
+    await waitFor(() => tabula.reported.length > 0);
+    expect(tabula.reported).toHaveLength(1);
+    const [failure] = tabula.reported;
+    expect(failure).toMatchObject({ code: 'stream/dropped', message: expect.stringContaining('Its text was not saved; append it again if it is still wanted.') as string });
+    expect(() => stream.write('more')).toThrow(failure);
+    await expect(stream.done()).rejects.toMatchObject({ code: 'stream/dropped' });
+    expect(await session.messages()).toEqual([]);
+    await tabula.close();
+  });
+});
+
+describe('a stream that hits the storage quota', () => {
+  /** Makes IndexedDB refuse every write with QuotaExceededError, as a full origin does, until restored. */
+  const fillQuota = () => {
+    const full = () => {
+      throw new DOMException('The quota has been exceeded.', 'QuotaExceededError');
+    };
+    return [vi.spyOn(IDBObjectStore.prototype, 'put').mockImplementation(full), vi.spyOn(IDBObjectStore.prototype, 'add').mockImplementation(full)];
+  };
+
+  it('says which step failed: starting, flushing, completing or interrupting the streamed message of which session', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const label = '(session "s" of user "anonymous")';
+    let spies = fillQuota();
+    await expect(session.stream({ role: 'assistant' })).rejects.toMatchObject({
+      code: 'storage/quota-exceeded',
+      message: expect.stringContaining(`Could not start a streamed message ${label}:`) as string,
+    });
+    spies.forEach((spy) => spy.mockRestore());
+
+    const completing = await session.stream({ role: 'assistant' });
+    const interrupting = await session.stream({ role: 'assistant' });
+    completing.write('a');
+    interrupting.write('b');
+    spies = fillQuota();
+    await expect(completing.done()).rejects.toMatchObject({ message: expect.stringContaining(`Could not complete a streamed message ${label}:`) as string });
+    await expect(interrupting.abort()).rejects.toMatchObject({ message: expect.stringContaining(`Could not interrupt a streamed message ${label}:`) as string });
+
+    const flushing = await (async () => {
+      spies.forEach((spy) => spy.mockRestore());
+      const stream = await session.stream({ role: 'assistant', flushIntervalMs: 0 });
+      spies = fillQuota();
+      return stream;
+    })();
+    flushing.write('c');
+    await waitFor(() => tabula.reported.length > 0);
+    expect(tabula.reported[0]).toMatchObject({ code: 'storage/quota-exceeded', message: expect.stringContaining(`Could not flush a streamed message ${label}:`) as string });
+    spies.forEach((spy) => spy.mockRestore());
+    await tabula.close();
+  });
+});
+
+describe('writes that add no text', () => {
+  it('an empty chunk flushes nothing: the only update is the final one', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const stream = await session.stream({ role: 'assistant', flushIntervalMs: 0 });
+    let updates = 0;
+    session.subscribe((change) => {
+      if (change.kinds.includes('message.update')) updates += 1;
+    });
+    stream.write('');
+    // The flush timer (0 ms) was set before this one: it has fired when this one fires.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(await stream.done()).toMatchObject({ status: 'complete', content: '' });
+    // Change events of this tab are delivered when the write commits, before it resolves.
+    expect(updates).toBe(1);
+    await tabula.close();
+  });
+});
+
+describe('the flush schedule, on fake timers', () => {
+  it('one timer for any number of chunks, the next flush a full interval after the last, no timer left once done', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const stream = await session.stream({ role: 'assistant', flushIntervalMs: 60_000 });
+    let updates = 0;
+    let onUpdate = () => undefined as void;
+    session.subscribe((change) => {
+      if (!change.kinds.includes('message.update')) return;
+      updates += 1;
+      onUpdate();
+    });
+    const nextUpdate = () => new Promise<void>((resolve) => (onUpdate = resolve));
+    // Only the stream's timers are faked: IndexedDB (fake-indexeddb's setImmediate, or the browser's) runs on.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    stream.write('one ');
+    stream.write('two ');
+    // The first flush is due at once (none came before), and two chunks set one timer.
+    expect(vi.getTimerCount()).toBe(1);
+    let flushed = nextUpdate();
+    vi.advanceTimersByTime(0);
+    await flushed;
+    expect((await session.messages())[0]?.content).toBe('one two ');
+
+    stream.write('three');
+    expect(vi.getTimerCount()).toBe(1);
+    // Half an interval after the last flush (give or take the real milliseconds this test took): still waiting.
+    vi.advanceTimersByTime(30_000);
+    expect(vi.getTimerCount()).toBe(1);
+    flushed = nextUpdate();
+    vi.advanceTimersByTime(30_000);
+    expect(vi.getTimerCount()).toBe(0);
+    await flushed;
+    expect(updates).toBe(2);
+
+    stream.write(' four');
+    expect(vi.getTimerCount()).toBe(1);
+    const final = stream.done();
+    // done() writes the text itself and drops the pending flush.
+    expect(vi.getTimerCount()).toBe(0);
+    expect(await final).toMatchObject({ status: 'complete', content: 'one two three four' });
+    expect(updates).toBe(3);
+    vi.useRealTimers();
+    await tabula.close();
+  });
+});
