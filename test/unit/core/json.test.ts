@@ -16,6 +16,7 @@ import {
   structuralEqual,
   type JsonValue,
 } from '../../../src/core/index.js';
+import { plainEqual } from '../../../src/core/json.js';
 import { refusal } from './refusal.js';
 
 describe('JSON validation', () => {
@@ -380,5 +381,48 @@ describe('stableKey: one key per structure', () => {
     expect(stableKey({ p: shared, q: shared })).toBe('{"p":{"x":[1]},"q":{"x":[1]}}');
     // The same object is equal to itself, even with a cycle that a key could not describe.
     expect(structuralEqual(cyclic, cyclic)).toBe(true);
+  });
+});
+
+describe('plainEqual and cloneJson, as the known-row check of an append and its slot use them', () => {
+  it('agrees with structuralEqual on JSON values, and holds a value equal to its copy', () => {
+    // -0 and 0 are one JSON number; NaN never reaches JSON. Two values from one pool are often equal.
+    const value = fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.parse(JSON.stringify(v)) as JsonValue);
+    const pair = fc.oneof(fc.tuple(value, value), value.map((v) => [v, cloneJson(v)] as const));
+    fc.assert(
+      fc.property(pair, ([a, b]) => {
+        expect(plainEqual(a, b)).toBe(structuralEqual(a, b));
+        expect(plainEqual(b, a)).toBe(plainEqual(a, b));
+        expect(plainEqual(a, cloneJson(a))).toBe(true);
+      }),
+      fcParams(300),
+    );
+  });
+
+  it('equal exactly when every field is, whatever the key order; in doubt, unequal (a retry, never a stale row kept)', () => {
+    expect(plainEqual({ a: 1, b: [1, { c: null }] }, { b: [1, { c: null }], a: 1 })).toBe(true);
+    expect(plainEqual({ a: 1 }, { a: 1, b: undefined })).toBe(false);
+    expect(plainEqual({ a: 1, b: undefined }, { a: 1 })).toBe(false);
+    expect(plainEqual({ a: undefined }, { b: undefined })).toBe(false);
+    expect(plainEqual([1, 2], { 0: 1, 1: 2 })).toBe(false);
+    expect(plainEqual({ 0: 1, 1: 2 }, [1, 2])).toBe(false);
+    expect(plainEqual({ a: [1, 2] }, { a: [1, 2, 3] })).toBe(false);
+    expect(plainEqual({ a: { b: { c: 1 } } }, { a: { b: { c: 2 } } })).toBe(false);
+    expect(plainEqual('1', 1)).toBe(false);
+    expect(plainEqual(null, {})).toBe(false);
+    expect(plainEqual({}, null)).toBe(false);
+    // Not plain data: equal only to itself.
+    expect(plainEqual(new Date(1), new Date(1))).toBe(false);
+    expect(plainEqual(Number.NaN, Number.NaN)).toBe(false);
+  });
+
+  it('the copy shares no object or array with the original, so the ops may change it while the check compares with the original', () => {
+    const row = { a: 1, nested: { list: [1, { deep: 'x' }] }, none: null, missing: undefined };
+    const copy = cloneJson(row as unknown as JsonValue) as unknown as typeof row;
+    expect(plainEqual(copy, row)).toBe(true);
+    copy.nested.list.push(2);
+    (copy.nested.list[1] as { deep: string }).deep = 'y';
+    expect(row).toEqual({ a: 1, nested: { list: [1, { deep: 'x' }] }, none: null, missing: undefined });
+    expect('missing' in copy).toBe(true);
   });
 });

@@ -16,7 +16,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isTabulaError, type Session } from '../../../src/index.js';
 import { formatHlc } from '../../../src/core/index.js';
-import { cloneJson, plainEqual, type JsonValue } from '../../../src/core/json.js';
 import { createDb, sessionRange } from '../../../src/store/schema.js';
 import { fcParams, testSeed } from '../seed.js';
 import { freshTabula, uniqueName } from './helpers.js';
@@ -188,34 +187,5 @@ describe('appends built on a known session row', () => {
       await a.close();
       await b.close();
     }
-  });
-});
-
-describe('plainEqual and cloneJson, as the known-row check and its slot use them', () => {
-  it('equal exactly when every field is, whatever the key order; in doubt, unequal (a retry, never a stale row kept)', () => {
-    expect(plainEqual({ a: 1, b: [1, { c: null }] }, { b: [1, { c: null }], a: 1 })).toBe(true);
-    expect(plainEqual({ a: 1 }, { a: 1, b: undefined })).toBe(false);
-    expect(plainEqual({ a: 1, b: undefined }, { a: 1 })).toBe(false);
-    expect(plainEqual({ a: undefined }, { b: undefined })).toBe(false);
-    expect(plainEqual([1, 2], { 0: 1, 1: 2 })).toBe(false);
-    expect(plainEqual({ 0: 1, 1: 2 }, [1, 2])).toBe(false);
-    expect(plainEqual({ a: [1, 2] }, { a: [1, 2, 3] })).toBe(false);
-    expect(plainEqual({ a: { b: { c: 1 } } }, { a: { b: { c: 2 } } })).toBe(false);
-    expect(plainEqual('1', 1)).toBe(false);
-    expect(plainEqual(null, {})).toBe(false);
-    expect(plainEqual({}, null)).toBe(false);
-    // Not plain data: equal only to itself.
-    expect(plainEqual(new Date(1), new Date(1))).toBe(false);
-    expect(plainEqual(Number.NaN, Number.NaN)).toBe(false);
-  });
-
-  it('the copy shares no object or array with the original, so the ops may change it while the check compares with the original', () => {
-    const row = { a: 1, nested: { list: [1, { deep: 'x' }] }, none: null, missing: undefined };
-    const copy = cloneJson(row as unknown as JsonValue) as unknown as typeof row;
-    expect(plainEqual(copy, row)).toBe(true);
-    copy.nested.list.push(2);
-    (copy.nested.list[1] as { deep: string }).deep = 'y';
-    expect(row).toEqual({ a: 1, nested: { list: [1, { deep: 'x' }] }, none: null, missing: undefined });
-    expect('missing' in copy).toBe(true);
   });
 });
