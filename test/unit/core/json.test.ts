@@ -407,12 +407,18 @@ describe('plainEqual and cloneJson, as the known-row check of an append and its 
     expect(plainEqual([1, 2], { 0: 1, 1: 2 })).toBe(false);
     expect(plainEqual({ 0: 1, 1: 2 }, [1, 2])).toBe(false);
     expect(plainEqual({ a: [1, 2] }, { a: [1, 2, 3] })).toBe(false);
+    expect(plainEqual([1, 2], [1, 3])).toBe(false);
+    expect(plainEqual({ a: 1 }, { b: 1 })).toBe(false);
+    expect(plainEqual({ a: 1 }, { a: 2 })).toBe(false);
     expect(plainEqual({ a: { b: { c: 1 } } }, { a: { b: { c: 2 } } })).toBe(false);
     expect(plainEqual('1', 1)).toBe(false);
     expect(plainEqual(null, {})).toBe(false);
     expect(plainEqual({}, null)).toBe(false);
     // Not plain data: equal only to itself.
     expect(plainEqual(new Date(1), new Date(1))).toBe(false);
+    expect(plainEqual(new Date(1), {})).toBe(false);
+    expect(plainEqual({}, new Date(1))).toBe(false);
+    expect(plainEqual(Object.create(null), {})).toBe(true);
     expect(plainEqual(Number.NaN, Number.NaN)).toBe(false);
   });
 
