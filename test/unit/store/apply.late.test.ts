@@ -53,6 +53,13 @@ describe('applyOps: creates and deletes', () => {
     expect(expected?.info.updatedAt).toBe(BASE_MS + 5);
   });
 
+  it('an earlier create carrying the greatest createdAt sets updatedAt, whichever create arrives first (bug: only when it arrived first)', async () => {
+    // createdAt comes from the device that made the session (an import keeps the exported one), so it may be past every order's wall time.
+    const early = createdAt(at(1), BASE_MS + 100);
+    const later = createdAt(at(5, 'b'), 1);
+    for (const late of [[[early], [later]], [[later], [early]]]) expect((await converge(late)).expected?.info.updatedAt).toBe(BASE_MS + 100);
+  });
+
   it('a delete of a session already gone moves its tombstone forward only', async () => {
     // b deleted at 3 and created again at 4; a deleted at 5, and this replica hears of a first.
     const { expected } = await converge([[create(at(1)), del(at(5))], [del(at(3, 'b')), create(at(4, 'b'))]]);
