@@ -196,3 +196,55 @@ describe('applyOps: restores that arrive late or twice', () => {
     expect((await view(name))?.messages).toEqual(['m1:complete:done']);
   });
 });
+
+describe('applyOps: saves, old lives, update registers and removes', () => {
+  it('a replayed save is not listed as applied', async () => {
+    const saved = save(at(2), 1, { summary: 's' });
+    const { applied } = await replica([create(at(1)), saved], [saved]);
+    expect(applied[1]).toEqual([]);
+  });
+
+  it('an append from before lives were named, ordered before the create of the life a replica holds, is dropped', async () => {
+    const { expected } = await converge([[create(at(1)), del(at(3)), create(at(4)), append(at(5), 'new')], [append(at(2, 'b'), 'old')]]);
+    expect(expected?.messages).toEqual(['new:complete:new']);
+  });
+
+  // m1 is cleared before the restore that brings it back arrives: only its update register carries the updates to the copy.
+  const cleared = [create(at(1)), append(at(2), 'm1', 'm1', 'streaming'), checkpoint(at(3), [{ id: 'm1', order: at(2) }], true), clear(at(3, 'c'))];
+
+  it('the copy a restore brings back takes the latest update of each status ordered after it, whichever arrived first', async () => {
+    const first = update(at(5, 'b'), 'm1', 'first', 'complete');
+    const second = update(at(6), 'm1', 'second', 'complete');
+    for (const updates of [[[first], [second]], [[second], [first]]]) {
+      const { expected } = await converge([cleared, ...updates, [restore(at(4))]]);
+      expect(expected?.messages).toEqual(['m1:complete:second']);
+    }
+  });
+
+  it('a later streaming update carries to the streaming copy; an interrupted one never reopens a complete copy', async () => {
+    const { expected } = await converge([cleared, [update(at(6), 'm1', 'chunk', 'streaming')], [restore(at(4))]]);
+    // Opening the replica finds the stream dead (crash recovery): interrupted, with the chunk's text.
+    expect(expected?.messages).toEqual(['m1:interrupted:chunk']);
+    const complete = [create(at(1)), append(at(2), 'm1'), checkpoint(at(3), [{ id: 'm1', order: at(2) }])];
+    const { expected: kept } = await converge([complete, [update(at(6), 'm1', 'cut', 'interrupted')], [restore(at(4))]]);
+    expect(kept?.messages).toEqual(['m1:complete:m1']);
+  });
+
+  it('a remove takes the message and its count; a replayed append of it stays out', async () => {
+    const m1 = append(at(2), 'm1');
+    const { name, applied } = await replica([create(at(1)), m1, append(at(3), 'm2')], [remove(at(4), 'm1')], [m1]);
+    expect(applied.map((batch) => batch.length)).toEqual([3, 1, 0]);
+    expect(await view(name)).toMatchObject({ messages: ['m2:complete:m2'], messageCount: 1, info: { messageCount: 1 } });
+  });
+
+  it('of two removes of one message the later is listed, an earlier or replayed one is not', async () => {
+    const later = remove(at(5, 'b'), 'm1');
+    const { applied } = await replica([create(at(1)), append(at(2), 'm1'), remove(at(4), 'm1')], [remove(at(3, 'b'), 'm1')], [later], [later]);
+    expect(applied.map((batch) => batch.length)).toEqual([3, 0, 1, 0]);
+  });
+
+  it('a remove ordered before a restore leaves the copy the restore made', async () => {
+    const { expected } = await converge([[create(at(1)), append(at(2), 'm1'), checkpoint(at(3), [{ id: 'm1', order: at(2) }]), restore(at(5))], [remove(at(4, 'b'), 'm1')]]);
+    expect(expected?.messages).toEqual(['m1:complete:m1']);
+  });
+});
