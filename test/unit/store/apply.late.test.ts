@@ -93,7 +93,8 @@ describe('applyOps: clears and message updates', () => {
 
   it('an update ordered before a restored copy leaves the copy as restored, even with a higher status', async () => {
     const ops = [create(at(1)), append(at(2), 'm1', 'm1', 'streaming'), checkpoint(at(3), [{ id: 'm1', order: at(2) }], true), restore(at(5))];
-    const { expected } = await converge([ops, [update(at(4, 'b'), 'm1', 'done', 'complete')]]);
+    const { expected, late } = await converge([ops, [update(at(4, 'b'), 'm1', 'done', 'complete')]]);
+    expect(late.applied[1]).toEqual([]);
     // Still the restored streaming copy, which opening the replica finds with no stream alive (crash recovery): interrupted, not the update's complete.
     expect(expected?.messages).toEqual(['m1:interrupted:m1']);
   });
