@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { subOrder, type Op } from '../../../src/core/index.js';
-import { applyOps } from '../../../src/store/apply.js';
+import { applyOps, type SaveConflict } from '../../../src/store/apply.js';
 import { createDb, messageUpdatesKey, sessionTables } from '../../../src/store/schema.js';
 import { uniqueName } from './helpers.js';
 import { append, at, BASE_MS, closeReplicas, converge, create, memorySet, op, prefix, replica, save, SESSION, snapshotOf, update, USER, view } from './replicas.js';
@@ -58,6 +58,11 @@ describe('applyOps: creates and deletes', () => {
     const early = createdAt(at(1), BASE_MS + 100);
     const later = createdAt(at(5, 'b'), 1);
     for (const late of [[[early], [later]], [[later], [early]]]) expect((await converge(late)).expected?.info.updatedAt).toBe(BASE_MS + 100);
+  });
+
+  it('a later create whose createdAt is past everything else moves updatedAt even when later ops arrived before it', async () => {
+    const { expected } = await converge([[create(at(1)), append(at(6), 'm1')], [createdAt(at(5, 'b'), BASE_MS + 100)]]);
+    expect(expected?.info.updatedAt).toBe(BASE_MS + 100);
   });
 
   it('a delete of a session already gone moves its tombstone forward only', async () => {
@@ -199,6 +204,18 @@ describe('applyOps: restores that arrive late or twice', () => {
 });
 
 describe('applyOps: saves, old lives, update registers and removes', () => {
+  it('a save conflict on a row from before versionOrder existed reports the lost save with an empty order', async () => {
+    const name = uniqueName('legacy-version');
+    const db = createDb(name);
+    const conflicts: SaveConflict[] = [];
+    const apply = (ops: Op[]) => db.transaction('rw', sessionTables(db), async () => applyOps(db, ops, { conflicts }));
+    await apply([create(at(1)), save(at(2), 1, { summary: 'old' })]);
+    await db.sessions.update([USER, SESSION], { versionOrder: undefined });
+    await apply([save(at(3, 'b'), 1, { summary: 'b' })]);
+    db.close();
+    expect(conflicts.map((c) => [c.lost.version, c.lost.order, c.won.version, c.won.order])).toEqual([[1, '', 1, at(3, 'b')]]);
+  });
+
   it('a replayed save is not listed as applied', async () => {
     const saved = save(at(2), 1, { summary: 's' });
     const { applied } = await replica([create(at(1)), saved], [saved]);
