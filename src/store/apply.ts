@@ -525,6 +525,11 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
     }
     // Two devices may create the same session; its life starts at the earliest create, whose fields it keeps.
     if (op.order === existing.createdOrder) return false;
+    // Every create's createdAt counts towards updatedAt, as in newSessionRow, whichever create arrives first.
+    if (op.body.createdAt > existing.updatedAt) {
+      existing.updatedAt = op.body.createdAt;
+      slot.dirty = true;
+    }
     if (op.order < existing.createdOrder) {
       existing.createdOrder = op.order;
       existing.createdAt = op.body.createdAt;
@@ -532,10 +537,6 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       slot.dirty = true;
       touch(slot, existing, op);
       return true;
-    }
-    if (op.body.createdAt > existing.updatedAt) {
-      existing.updatedAt = op.body.createdAt;
-      slot.dirty = true;
     }
   }
   if (!existing) {
