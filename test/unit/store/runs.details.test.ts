@@ -62,7 +62,7 @@ describe('run() refuses bad arguments, saying what it takes', () => {
         return controller.signal.aborted;
       },
       get reason(): unknown {
-        return controller.signal.reason;
+        return controller.signal.reason as unknown;
       },
       addEventListener: (type: string, listener: () => void, options?: AddEventListenerOptions) => controller.signal.addEventListener(type, listener, options),
       removeEventListener: (type: string, listener: () => void) => controller.signal.removeEventListener(type, listener),
@@ -120,7 +120,7 @@ describe('what a run says when it is interrupted', () => {
     // The signal of the run carries the same kind of error.
     let signalReason: unknown;
     await runUntilAborted((ctx) => {
-      ctx.signal.addEventListener('abort', () => (signalReason = ctx.signal.reason));
+      ctx.signal.addEventListener('abort', () => (signalReason = ctx.signal.reason as unknown));
       void session.interrupt('why');
     });
     expect(signalReason).toMatchObject({ code: 'run/interrupted', message: expect.stringMatching(/was interrupted: why\.$/) as unknown });
