@@ -137,6 +137,30 @@ describe('parseSessionExport refuses with schema/invalid, naming the field', () 
     const error = refusal({ ...data, state: { ...data.state, context: { when: new Date(0) } } });
     expect(error.code).toBe('schema/invalid');
     expect(error.message).toMatch(/^Not a valid Tabula session export: state\.context\.when: /);
+    expect((error as Error & { issues?: { path: PropertyKey[] }[] }).issues?.map((issue) => issue.path)).toEqual([['state', 'context', 'when']]);
+  });
+
+  it('each rule of the format is reported as a custom issue with its path, so a caller can list them', () => {
+    const data = validExport();
+    const error = refusal({
+      ...data,
+      version: 0,
+      messages: [data.messages[0]!, { ...data.messages[0]!, order: ORDER_B }],
+      journal: { entries: [], watermark: 1 },
+      notes: [{ ...data.notes[0]!, text: '' }],
+      memory: [{ scope: 'default', key: '__proto__', value: null }, { scope: 'default', key: '__proto__', value: 1 }],
+    }) as Error & { issues?: { code: string; path: PropertyKey[]; message: string }[] };
+    const issues = (error.issues ?? []).map(({ code, path, message }) => ({ code, path: path.join('.'), message: message.split(/[ (]/)[0] }));
+    expect(issues.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : x.message < y.message ? -1 : 1))).toEqual([
+      { code: 'custom', path: 'journal.watermark', message: 'watermark' },
+      { code: 'custom', path: 'memory.0.key', message: 'the' },
+      { code: 'custom', path: 'memory.0.value', message: 'a' },
+      { code: 'custom', path: 'memory.1.key', message: 'duplicate' },
+      { code: 'custom', path: 'memory.1.key', message: 'the' },
+      { code: 'custom', path: 'messages.1.id', message: 'duplicate' },
+      { code: 'custom', path: 'notes.0.text', message: 'a' },
+      { code: 'custom', path: 'version', message: 'version' },
+    ]);
   });
 
   it('every problem of a file at once, each with its path in the error’s issues', () => {
