@@ -129,4 +129,23 @@ describe('interrupt() of a run another tab holds', () => {
     expect(run.aborted()).toBe(false);
     await tabB.close();
   });
+
+  it('still waiting for an answer when its tab closes: resolved false by close(), not left to its timeout', async () => {
+    const tabA = await freshTabula();
+    const tabB = await freshTabula({ name: tabA.dbName });
+    const a = await tabA.session('s');
+    const b = await tabB.session('s');
+    const run = runUntilInterrupted(a, 'r');
+    await run.started;
+    await tabA.close();
+    const tab = otherTab(tabA.dbName);
+    let settled: boolean | 'pending' = 'pending';
+    const answer = b.interrupt('anyone?').then((value) => (settled = value));
+    await waitFor(() => tab.received.some((message) => message.type === 'interrupt'));
+    await tabB.close();
+    // close() settled it before it resolved: one microtask later the answer is in.
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    expect(await answer).toBe(false);
+  });
 });
