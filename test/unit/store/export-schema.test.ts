@@ -150,7 +150,7 @@ describe('parseSessionExport refuses with schema/invalid, naming the field', () 
       notes: [{ ...data.notes[0]!, text: '' }],
       memory: [{ scope: 'default', key: '__proto__', value: null }, { scope: 'default', key: '__proto__', value: 1 }],
     }) as Error & { issues?: { code: string; path: PropertyKey[]; message: string }[] };
-    const issues = (error.issues ?? []).map(({ code, path, message }) => ({ code, path: path.join('.'), message: message.split(/[ (]/)[0] }));
+    const issues = (error.issues ?? []).map(({ code, path, message }) => ({ code, path: path.join('.'), message: message.split(/[ (]/)[0] ?? '' }));
     expect(issues.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : x.message < y.message ? -1 : 1))).toEqual([
       { code: 'custom', path: 'journal.watermark', message: 'watermark' },
       { code: 'custom', path: 'memory.0.key', message: 'the' },
