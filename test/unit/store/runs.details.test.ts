@@ -5,7 +5,8 @@
  * interrupt carries, a retried runId keeping its scope, the run rows a crashed
  * tab left, and runs() as read back.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
 import { isTabulaError, type RunContext } from '../../../src/index.js';
 import { createDb } from '../../../src/store/schema.js';
 import { freshTabula, uniqueName } from './helpers.js';
@@ -36,6 +37,9 @@ describe('run() refuses bad arguments, saying what it takes', () => {
       [session.run(async () => 1, { runId: 'r'.repeat(129) }), /^A runId must be a non-blank string/],
       [session.run(async () => 1, { runId: 7 as never }), /^A runId must be a non-blank string/],
       [session.run(async () => 1, { signal: { aborted: 'no' } as never }), /^run\(fn, \{ signal \}\) takes an AbortSignal, got /],
+      [session.run(async () => 1, { signal: null as never }), /^run\(fn, \{ signal \}\) takes an AbortSignal, got null/],
+      [session.run(async () => 1, { signal: { addEventListener: () => undefined } as never }), /^run\(fn, \{ signal \}\) takes an AbortSignal, got /],
+      [session.run(async () => 1, 5 as never), /^run\(fn, options\) takes an options object or nothing, got /],
       [session.run(async () => 1, { wait: 'yes' as never }), /^run\(fn, \{ wait \}\) takes true or false, got /],
       [session.run(async () => 1, { scope: '' }), /^A memory scope must be a string of 1–128 characters/],
     ];
@@ -298,7 +302,7 @@ describe('run rows', () => {
     await raw.runs.bulkPut([
       { ...row, runId: 'a-newest', startedAt: 30, endedAt: 31 },
       { ...row, runId: 'b-oldest', startedAt: 10, endedAt: 11, scope: 'zeta' },
-      { ...row, runId: 'c-middle', startedAt: 20, endedAt: 21, scope: 'alpha' },
+      { ...row, runId: 'c-middle', startedAt: 20, endedAt: 21, scope: 'Alpha' },
       { ...row, runId: 'd-other', startedAt: 5, endedAt: 6, sessionId: 't' },
     ]);
     raw.close();
@@ -383,6 +387,125 @@ describe('the nesting check', () => {
       }),
     ).rejects.toMatchObject({ code: 'run/nested' });
     expect(Error.stackTraceLimit).toBe(limit);
+    await tabula.close();
+  });
+});
+
+describe('more of what runs say', () => {
+  it('a runId of another user’s session is refused too, by name', async () => {
+    const alice = await freshTabula({ userId: 'alice' });
+    const bob = await freshTabula({ userId: 'bob', name: alice.dbName });
+    await (await alice.session('s')).run(async () => 1, { runId: 'shared' });
+    const error = await rejection((await bob.session('s')).run(async () => 1, { runId: 'shared' }));
+    expect(error).toMatchObject({
+      code: 'argument/invalid',
+      message: 'runId "shared" already belongs to another session; give each session\'s runs their own ids.',
+    });
+    await Promise.all([alice.close(), bob.close()]);
+  });
+
+  it('a nested run, a busy session, a context that breaks the schema, an abort while queued: each says what to do', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s', { contextSchema: z.object({ n: z.number().optional() }) });
+    const nested = await rejection(session.run(async () => session.run(async () => 1)));
+    expect(nested.message).toBe(
+      'run() was called from inside a run of session "s" of user "anonymous"; runs of one session do not nest (the inner one would wait for the outer one forever). ' +
+        'Do the work in the outer run through its ctx, or start the second run after the first has finished.',
+    );
+    const rolledBack = await rejection(
+      session.run(
+        async (ctx) => {
+          ctx.set('n', 'ten');
+        },
+        { runId: 'r' },
+      ),
+    );
+    expect(rolledBack.message).toMatch(/^Run r was rolled back: its context changes does not match the session's contextSchema: /);
+    expect(rolledBack.message).toMatch(/ Nothing of its context was saved; notes, memory and messages stay\.$/);
+
+    const started = deferred();
+    const release = deferred();
+    const first = session.run(async () => {
+      started.resolve();
+      await release.promise;
+    });
+    await started.promise;
+    const busy = await rejection(session.run(async () => 1, { wait: false }));
+    expect(busy.message).toBe(
+      'Another run holds session "s" of user "anonymous" (in this tab or another); wait for it, interrupt() it, or call run() without wait: false to queue.',
+    );
+    const controller = new AbortController();
+    const queued = session.run(async () => 1, { signal: controller.signal, runId: 'q' });
+    const abortError = new DOMException('stop waiting', 'AbortError');
+    controller.abort(abortError);
+    const aborted = await rejection(queued);
+    expect(aborted.message).toBe('Run q was not started: its signal aborted while it waited for session "s" of user "anonymous".');
+    expect(aborted.cause).toBe(abortError);
+    release.resolve();
+    await first;
+    await tabula.close();
+  });
+
+  it('the signal of a run interrupted without a reason says just that', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    let reason: unknown;
+    await session
+      .run(
+        async (ctx) => {
+          const aborted = new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+          void session.interrupt();
+          await aborted;
+          reason = ctx.signal.reason as unknown;
+        },
+        { runId: 'r' },
+      )
+      .catch(() => undefined);
+    expect(reason).toMatchObject({ code: 'run/interrupted', message: 'Run r on session "s" of user "anonymous" was interrupted.' });
+    await tabula.close();
+  });
+
+  it('the ctx of a run that failed is stale at once: nothing written through it lands', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    let leaked!: RunContext;
+    await expect(
+      session.run(async (ctx) => {
+        leaked = ctx;
+        throw new Error('failed');
+      }),
+    ).rejects.toThrow('failed');
+    expect(await rejection(leaked.note('after the failure'))).toMatchObject({ code: 'run/stale' });
+    expect(await session.notes()).toEqual([]);
+    await tabula.close();
+  });
+});
+
+describe('a failed disk', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it('is reported as the start or the end of the run that met it', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const failPuts = () => {
+      for (const name of ['put', 'add'] as const) {
+        vi.spyOn(IDBObjectStore.prototype, name).mockImplementation(() => {
+          throw new DOMException('disk on fire', 'UnknownError');
+        });
+      }
+    };
+    failPuts();
+    const atStart = await rejection(session.run(async () => 1, { runId: 'r1' }));
+    expect(atStart.code).toBe('storage/failed');
+    expect(atStart.message).toMatch(/^Could not start run r1 \(session "s" of user "anonymous"\): /);
+    vi.restoreAllMocks();
+    const atEnd = await rejection(session.run(async () => failPuts(), { runId: 'r2' }));
+    expect(atEnd.code).toBe('storage/failed');
+    expect(atEnd.message).toMatch(/^Could not finish run r2 \(session "s" of user "anonymous"\): /);
+    vi.restoreAllMocks();
+    expect(await session.run(async () => 'works again')).toBe('works again');
     await tabula.close();
   });
 });
