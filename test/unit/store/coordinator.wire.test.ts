@@ -86,6 +86,7 @@ describe('an interrupt message from another tab', () => {
     const [error] = tabula.reported;
     expect(isTabulaError(error, 'schema/invalid')).toBe(true);
     expect(error!.message).toMatch(/^Ignored a malformed run message from another tab: /);
+    expect((error as Error & { issues?: { path: PropertyKey[] }[] }).issues?.map((issue) => issue.path)).toEqual([['reason']]);
     expect(run.aborted()).toBe(false);
     expect(await session.interrupt('now')).toBe(true);
     expect(isTabulaError(await run.outcome, 'run/interrupted')).toBe(true);
