@@ -37,8 +37,6 @@ export interface RunCoordinator {
   runLockName(userId: string, sessionId: string): string;
   /** The Web Lock a tab holds while it streams a message. */
   streamLockName(userId: string, sessionId: string, messageId: string): string;
-  /** The common prefix of a session's stream locks. */
-  streamLockPrefix(userId: string, sessionId: string): string;
   /** Records the run in flight in this tab; returns the function that forgets it. */
   register(userId: string, sessionId: string, runId: string, abort: (reason: string | null) => void): () => void;
   /**
@@ -88,7 +86,6 @@ export function createRunCoordinator(name: string, locks: Locks, onError: (error
     listen: () => void listen(),
     runLockName: (userId, sessionId) => `tabula:${name}:run:${key(userId, sessionId)}`,
     streamLockName: (userId, sessionId, messageId) => `tabula:${name}:stream:${key(userId, sessionId)}:${messageId}`,
-    streamLockPrefix: (userId, sessionId) => `tabula:${name}:stream:${key(userId, sessionId)}:`,
 
     register(userId, sessionId, runId, abort) {
       const k = key(userId, sessionId);
