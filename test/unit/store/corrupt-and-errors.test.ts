@@ -1,25 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isTabulaError } from '../../../src/index.js';
 import { mapStorageError } from '../../../src/store/errors.js';
-import { freshTabula } from './helpers.js';
-
-/** Writes a row straight into IndexedDB, past Tabula's validation, as foreign code or a bug could. */
-function rawPut(dbName: string, store: string, row: unknown): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const request = indexedDB.open(dbName);
-    request.onerror = () => reject(request.error ?? new Error('open failed'));
-    request.onsuccess = () => {
-      const db = request.result;
-      const tx = db.transaction(store, 'readwrite');
-      tx.objectStore(store).put(row);
-      tx.oncomplete = () => {
-        db.close();
-        resolve();
-      };
-      tx.onerror = () => reject(tx.error ?? new Error('put failed'));
-    };
-  });
-}
+import { freshTabula, rawPut } from './helpers.js';
 
 describe('corrupt rows', () => {
   it('name the table, key and field; the rest stays readable', async () => {

@@ -51,3 +51,21 @@ export async function expectStreamIndexExact(db: TabulaDb): Promise<void> {
   const streaming = rows.filter((row) => row.status === 'streaming').map((row) => JSON.stringify([row.userId, row.sessionId, row.id]));
   expect(indexed.map((key) => JSON.stringify(key)).sort()).toEqual(streaming.sort());
 }
+
+/** Writes a row straight into IndexedDB, past Tabula's validation, as foreign code or a bug could. */
+export function rawPut(dbName: string, store: string, row: unknown): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const request = indexedDB.open(dbName);
+    request.onerror = () => reject(request.error ?? new Error('open failed'));
+    request.onsuccess = () => {
+      const db = request.result;
+      const tx = db.transaction(store, 'readwrite');
+      tx.objectStore(store).put(row);
+      tx.oncomplete = () => {
+        db.close();
+        resolve();
+      };
+      tx.onerror = () => reject(tx.error ?? new Error('put failed'));
+    };
+  });
+}

@@ -7,25 +7,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isTabulaError, type SessionChange } from '../../../src/index.js';
-import { freshTabula } from './helpers.js';
-
-/** Writes a row straight into IndexedDB, past Tabula's validation, as foreign code or a bug could. */
-function rawPut(dbName: string, store: string, row: unknown): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const request = indexedDB.open(dbName);
-    request.onerror = () => reject(request.error ?? new Error('open failed'));
-    request.onsuccess = () => {
-      const db = request.result;
-      const tx = db.transaction(store, 'readwrite');
-      tx.objectStore(store).put(row);
-      tx.oncomplete = () => {
-        db.close();
-        resolve();
-      };
-      tx.onerror = () => reject(tx.error ?? new Error('put failed'));
-    };
-  });
-}
+import { freshTabula, rawPut } from './helpers.js';
 
 /** The TabulaError `promise` rejects with (fails the test when it resolves or rejects with anything else). */
 async function rejection(promise: Promise<unknown>): Promise<Error & { code: string }> {
