@@ -93,6 +93,19 @@ export function localLocks(): Locks {
   };
 }
 
+/**
+ * Web Locks takes only this realm's AbortSignal (a TypeError otherwise), while run() accepts any signal
+ * with `aborted` and `addEventListener` (another realm's, a library's): such a one is followed by ours.
+ */
+function thisRealmSignal(signal: Pick<AbortSignal, 'aborted' | 'reason' | 'addEventListener'>): AbortSignal {
+  if (signal instanceof AbortSignal) return signal;
+  const controller = new AbortController();
+  if (signal.aborted) controller.abort(signal.reason);
+  // 'abort' fires once: no { once: true } needed.
+  else signal.addEventListener('abort', () => controller.abort(signal.reason));
+  return controller.signal;
+}
+
 /** Web Locks when the platform has them, else the in-process manager. */
 export function platformLocks(): Locks {
   const manager = typeof navigator === 'object' ? (navigator as Navigator & { locks?: LockManager }).locks : undefined;
@@ -106,7 +119,7 @@ export function platformLocks(): Locks {
       // The DOM typing unwraps the callback's promise one level too many; the value is the callback's.
       return (await manager.request(
         name,
-        { mode: 'exclusive', ...(ifAvailable ? { ifAvailable } : signal ? { signal } : {}) },
+        { mode: 'exclusive', ...(ifAvailable ? { ifAvailable } : signal ? { signal: thisRealmSignal(signal) } : {}) },
         (lock) => callback(lock ? { name: lock.name } : null),
       ));
     },

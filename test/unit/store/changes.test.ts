@@ -2,15 +2,13 @@
  * The change feed (changes.ts) at its wire: what a tab announces on the
  * BroadcastChannel `tabula:<name>:changes`, and what it makes of what other
  * tabs send there — a change from sync arrives as 'remote' with its save
- * conflict, a malformed message is reported and dropped, a listener that
+ * conflict (its end to end test, with a sync server, is
+ * test/unit/sync/other-tabs.test.ts: Node only), a malformed message is reported and dropped, a listener that
  * throws does not keep the others from hearing. A raw BroadcastChannel in
  * the test plays the other tab.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { isTabulaError, type SessionChange, type Tabula } from '../../../src/index.js';
-import { createDb } from '../../../src/store/schema.js';
-import { uniqueUser } from '../../server/helpers.js';
-import { device, startServer } from '../sync/helpers.js';
+import { isTabulaError, type SessionChange } from '../../../src/index.js';
 import { freshTabula, waitFor } from './helpers.js';
 
 const opened: BroadcastChannel[] = [];
@@ -136,50 +134,6 @@ describe('listeners', () => {
     await s.append({ role: 'user', content: 'here' });
     expect(heard).toEqual(['second:s']);
     await tabula.close();
-  });
-});
-
-describe('changes that sync brought', () => {
-  it('reach this device’s other tabs as remote, and the save that lost reaches them with its conflict', { timeout: 60_000 }, async () => {
-    const server = startServer();
-    const alice = uniqueUser('alice');
-    const [one, two] = [await device(server, alice), await device(server, alice)];
-    // A second tab, without sync, on each device's database: it hears what its device's syncing tab pulled.
-    const tabs: Tabula[] = [await freshTabula({ name: one.name, userId: alice }), await freshTabula({ name: two.name, userId: alice })];
-    const heard: { tab: number; change: SessionChange }[] = [];
-    tabs.forEach((tab, index) => tab.subscribe((change) => heard.push({ tab: index, change })));
-    const s1 = await one.session('s');
-    await one.sync?.flush();
-    await two.sync?.flush();
-    await waitFor(() => heard.some(({ tab, change }) => tab === 1 && change.origin === 'remote'));
-    expect(heard.find(({ tab, change }) => tab === 1 && change.origin === 'remote')?.change).toStrictEqual({
-      userId: alice,
-      sessionId: 's',
-      kinds: ['session.create'],
-      origin: 'remote',
-    });
-    const s2 = await two.session('s');
-    await s1.save({ tasks: 'one' });
-    await s2.save({ tasks: 'two' });
-    const orderOf = async (name: string) => {
-      const db = createDb(name);
-      const row = await db.sessions.get([alice, 's']);
-      db.close();
-      return row?.versionOrder ?? '';
-    };
-    const loser = (await orderOf(one.name)) < (await orderOf(two.name)) ? 0 : 1;
-    const [first, second] = loser === 0 ? [one, two] : [two, one];
-    await first.sync?.flush();
-    await second.sync?.flush();
-    for (let round = 0; round < 2; round++) for (const d of [one, two]) await d.sync?.flush();
-    await waitFor(() => heard.some(({ change }) => change.conflict !== undefined));
-    const conflicts = heard.filter(({ change }) => change.conflict !== undefined);
-    expect(conflicts).toHaveLength(1);
-    expect(conflicts[0]).toMatchObject({
-      tab: loser,
-      change: { origin: 'remote', conflict: { version: 1, local: { tasks: loser === 0 ? 'one' : 'two' }, remote: { tasks: loser === 0 ? 'two' : 'one' } } },
-    });
-    for (const t of [...tabs, one, two]) await t.close();
   });
 });
 

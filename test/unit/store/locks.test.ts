@@ -259,6 +259,9 @@ function fakeLockManager(snapshot: { held?: { name?: string }[] }) {
       if (options.signal && options.ifAvailable) {
         return Promise.reject(new DOMException("The 'signal' and 'ifAvailable' options cannot be used together.", 'NotSupportedError'));
       }
+      if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+        return Promise.reject(new TypeError("Failed to read the 'signal' property from 'LockOptions': Failed to convert value to 'AbortSignal'."));
+      }
       if (options.signal?.aborted) return Promise.reject(options.signal.reason as Error);
       return Promise.resolve(callback(available ? { name, mode: 'exclusive' } : null));
     },
@@ -278,6 +281,28 @@ describe.skipIf(hasWebLocks)('platformLocks in Node', () => {
     expect(await localLocks().held()).toContain(name);
     first.release();
     await first.done;
+  });
+
+  it('passes Web Locks a signal of this realm that follows a foreign one (another realm’s, a library’s)', async () => {
+    const manager = fakeLockManager({});
+    vi.stubGlobal('navigator', { locks: manager });
+    const locks = platformLocks();
+    const foreign = (aborted: boolean) => {
+      const target = new EventTarget();
+      return Object.assign(target, { aborted, reason: aborted ? new Error('before') : undefined }) as unknown as AbortSignal & { reason: unknown };
+    };
+    const live = foreign(false);
+    expect(await locks.request('foreign', { signal: live }, async (lock) => lock)).toEqual({ name: 'foreign' });
+    const passed = manager.requests.at(-1)?.options.signal;
+    expect(passed).toBeInstanceOf(AbortSignal);
+    expect(passed?.aborted).toBe(false);
+    Object.assign(live, { aborted: true, reason: new Error('stop') });
+    live.dispatchEvent(new Event('abort'));
+    expect(passed?.aborted).toBe(true);
+    expect(passed?.reason).toEqual(new Error('stop'));
+    const early = foreign(true);
+    await expect(locks.request('foreign', { signal: early }, async (lock) => lock)).rejects.toBe(early.reason);
+    vi.unstubAllGlobals();
   });
 
   it('uses navigator.locks where it exists: exclusive mode, ifAvailable and signal only when asked, the callback’s value', async () => {
