@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
-import { openTabula, type OpenTabulaOptions, type Tabula } from '../../../src/index.js';
+import { openTabula, type OpenTabulaOptions, type Session, type Tabula } from '../../../src/index.js';
+import type { OpKind } from '../../../src/core/ops.js';
 import { checkRow, type TabulaDb } from '../../../src/store/schema.js';
 
 let counter = 0;
@@ -67,5 +68,16 @@ export function rawPut(dbName: string, store: string, row: unknown): Promise<voi
       };
       tx.onerror = () => reject(tx.error ?? new Error('put failed'));
     };
+  });
+}
+
+/** Resolves at the next change of `session` that applied an op of `kind` (a stream's flush: 'message.update'), then stops listening. */
+export function nextChange(session: Session, kind: OpKind): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = session.subscribe((change) => {
+      if (!change.kinds.includes(kind)) return;
+      stop();
+      resolve();
+    });
   });
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { WorkingContext, lastTurns, tagged, type SessionChange } from '../../../src/index.js';
-import { freshTabula, uniqueName, waitFor } from './helpers.js';
+import { freshTabula, nextChange, uniqueName, waitFor } from './helpers.js';
 
 describe('session messages', () => {
   it('appends durably and returns stored messages with id, order, status and time', async () => {
@@ -126,7 +126,7 @@ describe('copies and round trips of messages (issue 10 #14)', () => {
     const tabula = await freshTabula();
     const session = await tabula.session('s');
     const stream = await session.stream({ role: 'assistant', flushIntervalMs: 0 });
-    const flushed = new Promise<void>((resolve) => session.subscribe((change) => change.kinds.includes('message.update') && resolve()));
+    const flushed = nextChange(session, 'message.update');
     stream.write('half');
     await flushed;
     const fork = await session.fork('copy');

@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ApproxTokenCounter, PrefixContext, type Message, type TokenCounter, type TokenMeasure } from '../../../src/index.js';
 import { createDb } from '../../../src/store/schema.js';
-import { freshTabula, uniqueName, waitFor } from './helpers.js';
+import { freshTabula, nextChange, uniqueName, waitFor } from './helpers.js';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -176,14 +176,14 @@ describe('what session.tokens() keeps for the next call', () => {
     const session = await tabula.session('s');
     await session.setPrefix(prefix);
     const stream = await session.stream({ role: 'assistant', flushIntervalMs: 0 });
-    const flushedOnce = new Promise<void>((resolve) => session.subscribe((change) => change.kinds.includes('message.update') && resolve()));
+    const flushedOnce = nextChange(session, 'message.update');
     stream.write('short');
     await flushedOnce;
     const release = counter.hold();
     const counting = session.tokens();
     await waitFor(() => counter.calls.some((call) => call.method === 'count'));
     const longer = 'short' + ' and a much longer text'.repeat(20);
-    const flushedTwice = new Promise<void>((resolve) => session.subscribe((change) => change.kinds.includes('message.update') && resolve()));
+    const flushedTwice = nextChange(session, 'message.update');
     stream.write(longer.slice('short'.length));
     await flushedTwice;
     release();

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { platformLocks } from '../../../src/store/locks.js';
-import { freshTabula, uniqueName, waitFor } from './helpers.js';
+import { freshTabula, nextChange, uniqueName, waitFor } from './helpers.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -100,7 +100,7 @@ describe('a stream whose message was replaced', () => {
     const tabula = await freshTabula();
     const session = await tabula.session('s');
     const stream = await session.stream({ role: 'assistant', flushIntervalMs: 0 });
-    const flushed = new Promise<void>((resolve) => session.subscribe((change) => change.kinds.includes('message.update') && resolve()));
+    const flushed = nextChange(session, 'message.update');
     stream.write('half');
     await flushed;
     const checkpoint = await session.checkpoint();

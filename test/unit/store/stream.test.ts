@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createDb } from '../../../src/store/schema.js';
-import { freshTabula, uniqueName, waitFor } from './helpers.js';
+import { freshTabula, nextChange, uniqueName, waitFor } from './helpers.js';
 
 describe('session.stream', () => {
   it('persists chunks while streaming, at most every flush interval, then completes', async () => {
@@ -10,7 +10,7 @@ describe('session.stream', () => {
     const [row] = await session.messages();
     expect(row).toMatchObject({ id: stream.id, status: 'streaming', content: '', name: 'bot' });
 
-    const flushed = new Promise<void>((resolve) => session.subscribe((change) => change.kinds.includes('message.update') && resolve()));
+    const flushed = nextChange(session, 'message.update');
     stream.write('Hel');
     stream.write('lo');
     await flushed;
