@@ -115,15 +115,11 @@ export function assertOpen(store: StoreContext): void {
 }
 
 /**
- * The tables a write that only appends messages touches: the session row, the messages, meta (removed-message
- * tombstones, the outbox counter) and the outbox. A readwrite transaction over 4 stores instead of 9 costs less
- * to start and waits on fewer other transactions (another tab's reads of runs, journal, notes…).
+ * The tables a write that only appends messages touches, by name (a Dexie transaction and a native one
+ * both take names): the session row, the messages, meta (removed-message tombstones, the outbox counter)
+ * and the outbox. A readwrite transaction over 4 stores instead of 9 costs less to start and waits on
+ * fewer other transactions (another tab's reads of runs, journal, notes…).
  */
-function appendTables(db: TabulaDb) {
-  return [db.sessions, db.messages, db.meta, db.outbox];
-}
-
-/** The object stores of {@link appendTables}, for a native transaction. */
 const APPEND_STORES = ['sessions', 'messages', 'meta', 'outbox'];
 
 /** Which tables a write's transaction spans: every table of the sessions, or only those an append touches. */
@@ -265,7 +261,7 @@ async function attempt<T>(
     // build only appends, and awaits nothing but its own requests. Every other write goes through Dexie,
     // whose scope function must itself be async for Dexie to follow the native awaits in `write`.
     const native = known ? nativeTransaction(db, APPEND_STORES, 'readwrite') : null;
-    result = native ? await writeNatively(native, write, checks) : await db.transaction('rw', scope === 'append' ? appendTables(db) : sessionTables(db), async () => write(dexieRequests(db)));
+    result = native ? await writeNatively(native, write, checks) : await db.transaction('rw', scope === 'append' ? APPEND_STORES : sessionTables(db), async () => write(dexieRequests(db)));
   } catch (error) {
     store.knownRows.set(userId, sessionId, undefined);
     if (error instanceof StaleKnownRow) throw error;
