@@ -54,11 +54,15 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
   checkScope(scope);
   const where = `memory "${scope}" of session "${sessionId}"`;
 
+  const scopeRows = () => store.db.memory.where('[userId+sessionId+scope]').equals([userId, sessionId, scope]).toArray();
+  // A row is validated before anything of it is read, `deleted` included: a corrupt row is reported, never skipped.
+  const liveOf = (rows: readonly MemoryRow[]): MemoryRow[] =>
+    rows.map((row) => checkRow('memory', [userId, sessionId, scope, row.key], row)).filter((row) => !row.deleted);
+
   const live = async (): Promise<MemoryRow[]> => {
     assertOpen(store);
     try {
-      const rows = await store.db.memory.where('[userId+sessionId+scope]').equals([userId, sessionId, scope]).toArray();
-      return rows.map((row) => checkRow('memory', [row.userId, row.sessionId, row.scope, row.key], row)).filter((row) => !row.deleted);
+      return liveOf(await scopeRows());
     } catch (error) {
       throw mapStorageError(error, `read ${where}`);
     }
@@ -101,8 +105,7 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
     async clear() {
       await write('clear', async (tx) => {
         tx.existing(life);
-        const rows = await store.db.memory.where('[userId+sessionId+scope]').equals([userId, sessionId, scope]).toArray();
-        for (const row of rows) if (!row.deleted) await tx.emit('memory.delete', { scope, key: row.key });
+        for (const row of await scopeRows()) if (!row.deleted) await tx.emit('memory.delete', { scope, key: row.key });
       });
     },
     async transact(fn) {
@@ -126,15 +129,14 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
             await tx.emit('memory.delete', { scope, key });
           },
           async keys() {
-            const rows = await store.db.memory.where('[userId+sessionId+scope]').equals([userId, sessionId, scope]).toArray();
-            return rows.filter((row) => !row.deleted).map((row) => row.key).sort();
+            return liveOf(await scopeRows()).map((row) => row.key).sort();
           },
           async entries(prefix = '') {
-            const rows = await store.db.memory.where('[userId+sessionId+scope]').equals([userId, sessionId, scope]).toArray();
-            const live = rows.filter((row) => !row.deleted && row.key.startsWith(prefix));
             // Validated only when wanted: a scope may hold many rows the caller filters out by prefix.
-            for (const row of live) checkRow('memory', [userId, sessionId, scope, row.key], row);
-            return live.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).map((row): [string, JsonValue] => [row.key, row.value]);
+            const wanted = (await scopeRows()).filter((row) => row.key.startsWith(prefix));
+            return liveOf(wanted)
+              .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+              .map((row): [string, JsonValue] => [row.key, row.value]);
           },
           async appendMessages(messages) {
             if (!Array.isArray(messages)) throw new TabulaError('argument/invalid', `tx.appendMessages(messages) in ${where} takes an array of messages, got ${describeValue(messages)}.`);

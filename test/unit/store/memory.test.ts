@@ -55,7 +55,7 @@ describe('memory errors name what they are about', () => {
     await tabula.close();
   });
 
-  it('a corrupt row is named by its full key from get(), keys(), tx.get() and tx.entries(); entries() of another prefix still reads', async () => {
+  it('a corrupt row is named by its full key from get(), keys(), tx.get(), tx.keys() and tx.entries(); entries() of another prefix still reads', async () => {
     const tabula = await freshTabula();
     const session = await tabula.session('s');
     const memory = session.memory('m');
@@ -66,6 +66,7 @@ describe('memory errors name what they are about', () => {
       () => memory.get('bad'),
       () => memory.keys(),
       () => memory.transact((tx) => tx.get('bad')),
+      () => memory.transact((tx) => tx.keys()),
       () => memory.transact((tx) => tx.entries()),
     ]) {
       const error = await rejection(read());
@@ -75,6 +76,32 @@ describe('memory errors name what they are about', () => {
     // Rows outside the prefix are not validated: the good key still reads.
     expect(await memory.transact((tx) => tx.entries('go'))).toEqual([['good', 1]]);
     expect(await memory.get('good')).toBe(1);
+    await tabula.close();
+  });
+
+  it('a corrupt row whose `deleted` is truthy is reported, not skipped as deleted, by every read of the scope', async () => {
+    const tabula = await freshTabula();
+    const memory = (await tabula.session('s')).memory('m');
+    await memory.set('good', 1);
+    const valid = { userId: 'anonymous', sessionId: 's', scope: 'm', key: 'bad', value: 2, deleted: false, order: '000000000000001.000000.gone' };
+    // The row is valid but for `deleted`: as written it reads.
+    await rawPut(tabula.dbName, 'memory', valid);
+    expect(await memory.get('bad')).toBe(2);
+    await rawPut(tabula.dbName, 'memory', { ...valid, deleted: 'yes' });
+    const named = /^Row \["anonymous","s","m","bad"\] of IndexedDB table "memory" is corrupt/;
+    for (const read of [
+      () => memory.get('bad'),
+      () => memory.keys(),
+      () => memory.transact((tx) => tx.get('bad')),
+      () => memory.transact((tx) => tx.keys()),
+      () => memory.transact((tx) => tx.entries()),
+      () => memory.transact((tx) => tx.entries('b')),
+    ]) {
+      const error = await rejection(read());
+      expect(error.code).toBe('schema/invalid');
+      expect(error.message).toMatch(named);
+    }
+    expect(await memory.transact((tx) => tx.entries('go'))).toEqual([['good', 1]]);
     await tabula.close();
   });
 
