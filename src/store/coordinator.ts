@@ -45,6 +45,7 @@ export interface RunCoordinator {
    * holding the session's lock, and the message then stops that run only.
    */
   interrupt(userId: string, sessionId: string, reason: string | null, inFlight: () => Promise<string | null>): Promise<boolean>;
+  /** Stops listening, settles the interrupts still waiting, and interrupts this tab's runs in flight. */
   close(): void;
 }
 
@@ -123,6 +124,9 @@ export function createRunCoordinator(name: string, locks: Locks, onError: (error
 
     close() {
       closed = true;
+      // A run in flight cannot write once its Tabula is closed: its fn is told through ctx.signal, so one that
+      // follows the signal ends and lets go of the session's lock, instead of holding it until it returns.
+      for (const run of [...running.values()]) run.abort('the Tabula was closed');
       running.clear();
       for (const settle of waiting.values()) settle(false);
       waiting.clear();

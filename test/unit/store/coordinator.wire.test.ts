@@ -9,6 +9,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { isTabulaError, type Session } from '../../../src/index.js';
+import { platformLocks } from '../../../src/store/locks.js';
 import { freshTabula, waitFor } from './helpers.js';
 
 const opened: BroadcastChannel[] = [];
@@ -43,6 +44,23 @@ function runUntilInterrupted(session: Session, runId: string): { started: Promis
     )
     .then(() => 'ended', (error: unknown) => error);
   return { started, outcome, aborted: () => (signal)?.aborted === true };
+}
+
+/**
+ * A frozen tab: it holds the session's run lock (Web Locks, or in Node the in-process lock manager every
+ * Tabula shares) but listens to nothing, so nobody answers an interrupt. `release` lets go of the lock.
+ */
+async function frozenTab(dbName: string, sessionId: string): Promise<{ release: () => void }> {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let granted!: () => void;
+  const taken = new Promise<void>((resolve) => (granted = resolve));
+  void platformLocks().request(`tabula:${dbName}:run:${JSON.stringify(['anonymous', sessionId])}`, {}, async () => {
+    granted();
+    await held;
+  });
+  await taken;
+  return { release };
 }
 
 describe('an interrupt message from another tab', () => {
@@ -118,28 +136,23 @@ describe('interrupt() of a run another tab holds', () => {
   });
 
   it('resolves false when the tab that holds the run does not answer', async () => {
-    const tabA = await freshTabula();
-    const tabB = await freshTabula({ name: tabA.dbName });
-    const a = await tabA.session('s');
+    const tabB = await freshTabula();
     const b = await tabB.session('s');
-    const run = runUntilInterrupted(a, 'r');
-    await run.started;
-    // Tab A stops listening (as a tab frozen by the browser would): nobody answers B.
-    await tabA.close();
+    // Tab A holds the run but listens to nothing (as a tab frozen by the browser would): nobody answers B.
+    const tabA = await frozenTab(tabB.dbName, 's');
+    const tab = otherTab(tabB.dbName);
     expect(await b.interrupt('anyone?')).toBe(false);
-    expect(run.aborted()).toBe(false);
+    // B did ask: the answer is false because nobody answered, not because B saw the session idle.
+    expect(tab.received.map((message) => message.type)).toEqual(['interrupt']);
+    tabA.release();
     await tabB.close();
   });
 
   it('still waiting for an answer when its tab closes: resolved false by close(), not left to its timeout', async () => {
-    const tabA = await freshTabula();
-    const tabB = await freshTabula({ name: tabA.dbName });
-    const a = await tabA.session('s');
+    const tabB = await freshTabula();
     const b = await tabB.session('s');
-    const run = runUntilInterrupted(a, 'r');
-    await run.started;
-    await tabA.close();
-    const tab = otherTab(tabA.dbName);
+    const tabA = await frozenTab(tabB.dbName, 's');
+    const tab = otherTab(tabB.dbName);
     let settled: boolean | 'pending' = 'pending';
     const answer = b.interrupt('anyone?').then((value) => (settled = value));
     await waitFor(() => tab.received.some((message) => message.type === 'interrupt'));
@@ -148,5 +161,6 @@ describe('interrupt() of a run another tab holds', () => {
     await Promise.resolve();
     expect(settled).toBe(false);
     expect(await answer).toBe(false);
+    tabA.release();
   });
 });

@@ -375,6 +375,43 @@ describe('interrupt() of a run in another tab', () => {
   });
 });
 
+describe('close() with a run in flight', () => {
+  it('interrupts the run: a fn that follows ctx.signal ends, the run rejects as closed, and another tab runs the session', async () => {
+    const name = uniqueName();
+    const tabA = await freshTabula({ name });
+    const a = await tabA.session('s');
+    const started = deferred();
+    let signal: AbortSignal | null = null;
+    const outcome = a
+      .run(
+        async (ctx) => {
+          signal = ctx.signal;
+          started.resolve();
+          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+          throw ctx.signal.reason;
+        },
+        { runId: 'closing-run' },
+      )
+      .then(() => null, (error: unknown) => error);
+    await started.promise;
+    await tabA.close();
+    expect(signal!.aborted).toBe(true);
+    const error = await outcome;
+    // Its end cannot be written: the run says the Tabula is closed, and its row is left as a crashed tab leaves one.
+    expect(isTabulaError(error) && error.code).toBe('storage/closed');
+    expect((error as Error).message).toMatch(/ is closed; open it again with openTabula\(\)\.$/);
+    // The lock is free: another tab runs the session without waiting.
+    const tabB = await freshTabula({ name });
+    const b = await tabB.session('s');
+    expect(await b.run(async () => 'ran', { wait: false, runId: 'next-run' })).toBe('ran');
+    expect((await b.runs()).map((run) => [run.runId, run.status])).toEqual([
+      ['closing-run', 'abandoned'],
+      ['next-run', 'succeeded'],
+    ]);
+    await tabB.close();
+  });
+});
+
 describe('the nesting check', () => {
   it('leaves Error.stackTraceLimit as it found it', async () => {
     const tabula = await freshTabula();
