@@ -60,12 +60,12 @@ describe('applyOps: a batch of appends', () => {
     const again = createDb(name);
     const row = await again.sessions.get([USER, SESSION]);
     expect(Object.values(row?.tokenTotals ?? {}).map((totals) => totals.upTo)).toEqual([at(10)]);
-    // The first append of the batch sorts after the total, the second before it: the total must go.
-    const late = [append(at(20), 'm20', 'twenty'), append(at(5, 'b'), 'm5', 'a late message from another device, ordered before the total')];
+    // Only the middle append of the batch sorts before the total: the total must go.
+    const late = [append(at(20), 'm20', 'twenty'), append(at(5, 'b'), 'm5', 'a late message from another device, ordered before the total'), append(at(30), 'm30', 'thirty')];
     expect(ids(await applyIn(again, late))).toEqual(ids(late));
     again.close();
     const fresh = await view((await replica([...first, ...late])).name);
-    expect(fresh?.messageCount).toBe(3);
+    expect(fresh?.messageCount).toBe(4);
     expect((await view(name))?.tokens).toBe(fresh?.tokens);
   });
 
@@ -121,13 +121,17 @@ describe('applyOps on known session rows', () => {
       await applyIn(db, [append(at(3), 'm2')], { known, settled });
       expect(settled.map((entry) => entry.row?.messageCount)).toEqual([2]);
       known.set(USER, SESSION, settled[0]?.row);
+      // Nobody wrote since: the known row holds, and the batch lands on it.
+      expect(ids(await applyIn(db, [append(at(3, 'c'), 'm2c')], { known, settled }))).toHaveLength(1);
+      expect(settled.at(-1)?.row?.messageCount).toBe(3);
+      known.set(USER, SESSION, settled.at(-1)?.row);
       // Another tab appends behind this one's back; the known row is now one message short.
       await applyIn(db, [append(at(4, 'b'), 'theirs')]);
       await expect(applyIn(db, [append(at(5), 'm3')], { known })).rejects.toBeInstanceOf(StaleKnownRow);
-      expect((await db.messages.toArray()).map((m) => m.id)).toEqual(['m1', 'm2', 'theirs']);
+      expect((await db.messages.toArray()).map((m) => m.id)).toEqual(['m1', 'm2', 'm2c', 'theirs']);
       // Again from the stored row, as the sync client retries: it lands, counted on the stored count.
       expect(await applyIn(db, [append(at(5), 'm3')])).toHaveLength(1);
-      expect((await db.sessions.get([USER, SESSION]))?.messageCount).toBe(4);
+      expect((await db.sessions.get([USER, SESSION]))?.messageCount).toBe(5);
     } finally {
       db.close();
     }
@@ -145,6 +149,25 @@ describe('applyOps on known session rows', () => {
       await expect(applyIn(db, [append(at(4), 'm2')], { known })).rejects.toBeInstanceOf(StaleKnownRow);
       expect(await db.sessions.count()).toBe(0);
       expect(await db.messages.count()).toBe(0);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe('applyOps: a batch that fails', () => {
+  it('a batch that fails on a stored row it cannot apply to rejects, and nothing of it lands', async () => {
+    const name = uniqueName('corrupt-row');
+    const db = createDb(name);
+    try {
+      await applyIn(db, [create(at(1)), append(at(2), 'm1')]);
+      // As foreign code or a bug could leave it: a row whose cached totals are not an object.
+      await db.sessions.update([USER, SESSION], (row) => {
+        (row as unknown as { tokenTotals: unknown }).tokenTotals = null;
+      });
+      await expect(applyIn(db, [op('memory.set', at(3), { scope: 'default', key: 'k', value: 1 }), append(at(4), 'm2')])).rejects.toThrow();
+      expect((await db.messages.toArray()).map((m) => m.id)).toEqual(['m1']);
+      expect(await db.memory.count()).toBe(0);
     } finally {
       db.close();
     }
