@@ -12,7 +12,7 @@ import { applyOps, StaleKnownRow, type ApplyOptions } from '../../../src/store/a
 import { createKnownRows } from '../../../src/store/known-rows.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/schema.js';
 import { uniqueName } from './helpers.js';
-import { append, at, BASE_MS, closeReplicas, create, op, openReplica, replica, SESSION, USER, view } from './replicas.js';
+import { append, at, BASE_MS, closeReplicas, converge, create, op, openReplica, replica, SESSION, USER, view } from './replicas.js';
 
 afterEach(closeReplicas);
 
@@ -107,6 +107,17 @@ describe('applyOps: a batch of appends', () => {
     const { name, applied } = await batchAsOneByOne(thisLife, run);
     expect(applied).toEqual([run[0]]);
     expect(await view(name)).toBeNull();
+  });
+
+  it('an append of a newer life to a session this replica does not have proves that life\'s delete, as any op does (bug: the batch dropped it)', async () => {
+    // b deleted the session at 3 and made it again; its append reaches this replica before the create of the first life.
+    const newer = inLife(at(3, 'b'), append(at(5, 'b'), 'new'));
+    const { expected, late } = await converge([[newer, inLife(at(3, 'b'), append(at(6, 'b'), 'newer'))], [inLife('', create(at(1)))]]);
+    expect(expected).toBeNull();
+    expect(late.applied).toEqual([[], []]);
+    // Beside an append that names no life (a device from before lives were named), the same.
+    const unnamed = append(at(4, 'c'), 'legacy');
+    expect((await converge([[unnamed, newer], [inLife('', create(at(1)))]])).expected).toBeNull();
   });
 });
 
