@@ -382,7 +382,8 @@ async function applyInOrder(db: TabulaDb, ops: readonly Op[], options: ApplyOpti
         run.push(next);
       }
       const row = slot.row;
-      if (!row || run.every((append) => sameLife(row, append) !== undefined)) {
+      // Without a row, an append that names its life may still prove a delete (see enterLife), as any op does.
+      if (row ? run.every((append) => sameLife(row, append) !== undefined) : run.every((append) => append.after === undefined)) {
         applied.push(...(await applyAppends(requests, slot, run)));
         continue;
       }
