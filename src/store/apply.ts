@@ -277,10 +277,15 @@ export interface SaveConflict {
   readonly won: { readonly version: number; readonly order: string; readonly state: StateFields };
 }
 
-/** Loads the slot of op's session (inside the caller's transaction). */
+/**
+ * Loads the slot of op's session (inside the caller's transaction). A corrupt row is refused by name
+ * (`schema/invalid`): every op builds on it, and a local write or a sync pull must not fail on it with a
+ * raw TypeError, or write a row built on junk.
+ */
 export async function loadSlot(db: TabulaDb, userId: string, sessionId: string): Promise<SessionSlot> {
   const key: [string, string] = [userId, sessionId];
-  return { key, row: await db.sessions.get(key), dirty: false };
+  const row = await db.sessions.get(key);
+  return { key, row: row && checkRow('sessions', key, row), dirty: false };
 }
 
 /** Writes the slot's row back if an op changed it. */
@@ -396,7 +401,7 @@ async function applyInOrder(db: TabulaDb, ops: readonly Op[], options: ApplyOpti
     throw error;
   }
   await knownRowsHeld(checks);
-  // A row read here (not known) was not validated: only a valid row may become known (see known-rows.ts).
+  // Only a valid row may become known (see known-rows.ts): a row this batch built is checked too.
   if (settled) for (const slot of slots.values()) settled.push({ userId: slot.key[0], sessionId: slot.key[1], row: slot.row && validRow(slot.key, slot.row) });
   return applied;
 }
@@ -472,6 +477,8 @@ export function applyAppends(requests: WriteRequests, slot: SessionSlot, ops: re
     // add() refuses an id that is already stored (a replay, or twice in this batch: the first wins, as
     // in sequence); the others land and the transaction goes on.
     const added = requests.messages.bulkAdd(adds.map((op) => appendedRow(op, op.body)));
+    // Handled below, or never awaited when the row write throws at once (a transaction already failing).
+    added.catch(() => undefined);
     // The session row goes with the messages, in the same round trip, counted as if every add lands: waiting
     // for the adds first costs one more round trip to IndexedDB per append. A refused add is taken back
     // below, and flushSlot writes the row again; all of it in this transaction, so it lands whole or not at all.

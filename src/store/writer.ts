@@ -18,7 +18,7 @@ import { newId } from './ids.js';
 import { OUTBOX_SEQ_KEY } from './sync-host.js';
 import { abortTransaction, nativeRequests, nativeTransaction, transactionDone } from './native-requests.js';
 import { dexieRequests, type WriteRequests } from './requests.js';
-import { checkRow, lifeOf, sessionTables, type OutboxRow, type SessionRow, type TabulaDb } from './schema.js';
+import { lifeOf, sessionTables, type OutboxRow, type SessionRow, type TabulaDb } from './schema.js';
 
 /**
  * Queues ops for sync in the caller's transaction (its requests: `dexieRequests(db)` inside a Dexie
@@ -185,10 +185,7 @@ async function attempt<T>(
     counter?.catch(() => undefined);
     let slot: SessionSlot;
     if (known) slot = knownSlot(requests, key, known, checks);
-    else {
-      slot = await loadSlot(db, userId, sessionId);
-      if (slot.row) checkRow('sessions', slot.key, slot.row);
-    }
+    else slot = await loadSlot(db, userId, sessionId);
     let after = slot.row?.lastOrder ?? '';
     // The life a create starts when there is no row: after the session's last delete ('' for none).
     let ended = '';

@@ -1,7 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isTabulaError } from '../../../src/index.js';
 import { mapStorageError } from '../../../src/store/errors.js';
+import { applyOps } from '../../../src/store/apply.js';
+import { createDb, sessionTables } from '../../../src/store/schema.js';
 import { freshTabula, rawPut } from './helpers.js';
+import { append, at, create, memorySet, prefix, replica, save, SESSION, USER } from './replicas.js';
 
 describe('corrupt rows', () => {
   it('name the table, key and field; the rest stays readable', async () => {
@@ -64,6 +67,26 @@ describe('corrupt rows', () => {
     await tabula.close();
   });
 
+  it('ops a sync pull applies to a session whose row is corrupt are refused by name, and nothing of them lands', async () => {
+    const { name } = await replica([create(at(1)), append(at(2), 'm1')]);
+    const db = createDb(name);
+    const stored = await db.sessions.get([USER, SESSION]);
+    // tokenTotals: null made the append path fail with a raw TypeError before the row was validated.
+    await db.sessions.put({ ...stored!, tokenTotals: null as never });
+    for (const ops of [[append(at(3), 'm2')], [append(at(3), 'm2'), append(at(4), 'm3')], [prefix(at(3), 'p')], [save(at(3), 1, { summary: 'x' })], [memorySet(at(3), 'k', 1)]]) {
+      const refused = await db.transaction('rw', sessionTables(db), async () => applyOps(db, ops)).then(
+        () => null,
+        (error: unknown) => error,
+      );
+      expect(isTabulaError(refused, 'schema/invalid'), `${ops[0]!.kind}: ${String(refused)}`).toBe(true);
+      expect((refused as Error).message).toMatch(/^Row \["u","s"\] of IndexedDB table "sessions" is corrupt/);
+    }
+    expect((await db.messages.toArray()).map((row) => row.id)).toEqual(['m1']);
+    expect(await db.memory.count()).toBe(0);
+    expect((await db.sessions.get([USER, SESSION]))?.tokenTotals).toBeNull();
+    db.close();
+  });
+
   it('a foreign session row is refused by name, other sessions still list', async () => {
     const tabula = await freshTabula();
     await tabula.session('good');
@@ -72,6 +95,31 @@ describe('corrupt rows', () => {
     await expect(bad).rejects.toThrow(/Row \["anonymous","bad"\] of IndexedDB table "sessions".*version/);
     await expect(tabula.sessions()).rejects.toMatchObject({ code: 'schema/invalid' });
     expect(await (await tabula.session('good')).messageCount()).toBe(0);
+    await tabula.close();
+  });
+});
+
+describe('a disk that fails every request at once', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it('fails an append whole, as storage/failed, with no rejection left unhandled (the refused adds and the row write each fail)', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    // Once the row is known, an append issues its adds and the row write together, on a native transaction.
+    await session.append({ role: 'user', content: 'kept' });
+    const fail = () => {
+      throw new DOMException('disk on fire', 'UnknownError');
+    };
+    vi.spyOn(IDBObjectStore.prototype, 'add').mockImplementation(fail);
+    vi.spyOn(IDBObjectStore.prototype, 'put').mockImplementation(fail);
+    await expect(session.append({ role: 'user', content: 'lost' })).rejects.toMatchObject({ code: 'storage/failed' });
+    vi.restoreAllMocks();
+    expect((await session.messages()).map((m) => m.content)).toEqual(['kept']);
+    // Vitest fails the run on an unhandled rejection; the next append also proves the session still writes.
+    await session.append({ role: 'user', content: 'after' });
+    expect((await session.messages()).map((m) => m.content)).toEqual(['kept', 'after']);
     await tabula.close();
   });
 });

@@ -183,7 +183,7 @@ describe('applyAppends, through Dexie and through a native transaction alike', (
     });
   }
 
-  it('a session row a sync pull read and left corrupt is not recorded as known (the check trusts known rows to be valid)', async () => {
+  it('a sync pull onto a corrupt session row is refused by name and records no row as known (the check trusts known rows to be valid)', async () => {
     const { db, close } = await seeded();
     try {
       await db.sessions.update(['anonymous', 's'], (row) => {
@@ -191,8 +191,8 @@ describe('applyAppends, through Dexie and through a native transaction alike', (
       });
       const settled: NonNullable<ApplyOptions['settled']> = [];
       const row = await db.sessions.get(['anonymous', 's']);
-      await applyOps(db, [appendOp('pulled', 'pulled', 1, row?.after)], { settled });
-      expect(settled).toEqual([{ userId: 'anonymous', sessionId: 's', row: undefined }]);
+      await expect(applyOps(db, [appendOp('pulled', 'pulled', 1, row?.after)], { settled })).rejects.toMatchObject({ code: 'schema/invalid' });
+      expect(settled).toEqual([]);
     } finally {
       await close();
     }
