@@ -165,6 +165,8 @@ const INVALID: Array<[string, unknown]> = [
   ['a string part', withMessage({ role: 'user', content: ['a'] })],
   ['a part of another type', withMessage({ role: 'user', content: [{ type: 'video', url: 'u' }] })],
   ['a part without a type', withMessage({ role: 'user', content: [{ text: 'a' }] })],
+  ['an image part of another type', withMessage({ role: 'user', content: [{ type: 'image', image_url: { url: 'u' } }] })],
+  ['an image part without a type', withMessage({ role: 'user', content: [{ image_url: { url: 'u' } }] })],
   ['a bad part after a good one', withMessage({ role: 'user', content: [textPart(), textPart({ text: 1 })] })],
   ['a bad part before a good one', withMessage({ role: 'user', content: [textPart({ text: 1 }), textPart()] })],
   ['a text part without text', withMessage({ role: 'user', content: [{ type: 'text' }] })],
