@@ -10,6 +10,12 @@ import { describe, expect, it } from 'vitest';
 import { isTabulaError, type SessionExport } from '../../../src/index.js';
 import { freshTabula, waitFor } from './helpers.js';
 
+/** The names of the board databases this browser holds for database `name`. */
+async function boardDatabases(name: string): Promise<string[]> {
+  const all = await indexedDB.databases();
+  return all.map((db) => db.name ?? '').filter((db) => db.startsWith(`${encodeURIComponent(name)}:`) && db.endsWith(':blackboard'));
+}
+
 describe('tabula.sessions()', () => {
   it('reports each session’s fields as stored: version, count, summary, times, fork', async () => {
     const tabula = await freshTabula({ userId: 'alice' });
@@ -81,13 +87,15 @@ describe('tabula.deleteSession()', () => {
     await tabula.close();
   });
 
-  it('removes the session’s blackboard: a session created again starts with an empty board', async () => {
+  it('removes the session’s blackboard and its database: a session created again starts with an empty board', async () => {
     const tabula = await freshTabula();
     const board = (await tabula.session('s')).blackboard;
     await board.whenLoaded;
     board.set('plan', 'old');
     await board.flushed();
+    expect(await boardDatabases(tabula.dbName)).toHaveLength(1);
     await tabula.deleteSession('s');
+    expect(await boardDatabases(tabula.dbName)).toEqual([]);
     const again = (await tabula.session('s')).blackboard;
     await again.whenLoaded;
     expect(again.toJSON()).toEqual({});
