@@ -108,3 +108,22 @@ describe('openTabula({ sync }): the boards the sync engine sees', () => {
     await two.close();
   });
 });
+
+describe('openTabula({ sync }): changes pulled from the server', () => {
+  it('reach this tab’s listeners as remote', { timeout: 60_000 }, async () => {
+    const server = startServer();
+    const alice = uniqueUser('alice');
+    const one = await device(server, alice);
+    const two = await device(server, alice);
+    // Listening before anything is written: two's own first cycle may be what pulls it.
+    const heard: string[] = [];
+    two.subscribe((change) => heard.push(`${change.sessionId}:${change.origin}`));
+    await (await one.session('chat')).append({ role: 'user', content: 'from one' });
+    await one.sync?.flush();
+    await two.sync?.flush();
+    expect(heard).toContain('chat:remote');
+    expect(heard.every((entry) => entry.endsWith(':remote'))).toBe(true);
+    await one.close();
+    await two.close();
+  });
+});
