@@ -32,6 +32,17 @@ describe('openTabula() defaults', () => {
     }
   });
 
+  it('refuses a bad name or userId, naming the option', async () => {
+    for (const [options, named] of [
+      [{ name: '' }, 'openTabula({ name })'],
+      [{ name: uniqueName(), userId: '' }, 'openTabula({ userId })'],
+    ] as const) {
+      const error: unknown = await openTabula(options).catch((caught: unknown) => caught);
+      expect(isTabulaError(error, 'argument/invalid')).toBe(true);
+      expect((error as Error).message).toContain(named);
+    }
+  });
+
   it('refuses to open where IndexedDB is missing, saying how to load one in Node', async () => {
     vi.stubGlobal('indexedDB', undefined);
     const error: unknown = await openTabula({ name: uniqueName() }).catch((caught: unknown) => caught);

@@ -127,6 +127,21 @@ describe('tabula.importSession()', () => {
     await reopened.close();
   });
 
+  it('imports an export of a session that never used its board, with an empty board', async () => {
+    const source = await freshTabula();
+    const original = await source.session('no-board');
+    await original.append({ role: 'user', content: 'hi' });
+    const data = JSON.parse(JSON.stringify(await original.export())) as SessionExport;
+    await source.close();
+    expect(data.blackboard ?? {}).toEqual({});
+    const target = await freshTabula();
+    const imported = await target.importSession(data);
+    expect((await imported.messages()).map((m) => m.content)).toEqual(['hi']);
+    await imported.blackboard.whenLoaded;
+    expect(imported.blackboard.toJSON()).toEqual({});
+    await target.close();
+  });
+
   it('refuses an id that exists, naming the session and the user, and changes nothing', async () => {
     const tabula = await freshTabula({ userId: 'alice' });
     const session = await tabula.session('s');

@@ -83,6 +83,34 @@ describe('openTabula({ sync }): the boards the sync engine sees', () => {
     await other.close();
   });
 
+  it('where the browser cannot list databases, the start-up scan looks at every board', { timeout: 60_000 }, async () => {
+    const server = startServer();
+    const alice = uniqueUser('alice');
+    const name = uniqueName('device');
+    const offline = await freshTabula({ name, userId: alice });
+    const board = (await offline.session('with-board')).blackboard;
+    await board.whenLoaded;
+    board.set('k', 'found without a list');
+    await board.flushed();
+    await offline.close();
+
+    // As in a browser without IDBFactory.databases().
+    Object.defineProperty(indexedDB, 'databases', { value: undefined, configurable: true });
+    try {
+      const started = await device(server, alice, viaServer(server), name);
+      await started.sync?.flush();
+      await started.close();
+    } finally {
+      Reflect.deleteProperty(indexedDB, 'databases');
+    }
+    const other = await device(server, alice);
+    await other.sync?.flush();
+    const seen = (await other.session('with-board')).blackboard;
+    await seen.whenLoaded;
+    expect(seen.toJSON()).toEqual({ k: 'found without a list' });
+    await other.close();
+  });
+
   it('a board of another user written in a tab with sync on stays on this device', { timeout: 60_000 }, async () => {
     const server = startServer();
     const alice = uniqueUser('alice');
