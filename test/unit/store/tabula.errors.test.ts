@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isTabulaError } from '../../../src/index.js';
+import { createDb } from '../../../src/store/schema.js';
 import { freshTabula, rawPut } from './helpers.js';
 
 afterEach(() => {
@@ -76,6 +77,24 @@ describe('a read IndexedDB refuses names the step', () => {
     expect(isTabulaError(error, 'storage/failed')).toBe(true);
     expect(error.message).toContain('list the sessions of user "alice"');
     vi.restoreAllMocks();
+    await tabula.close();
+  });
+
+  it('session() of a session with a run left by a gone tab, when storage is full: recover session "<id>"', async () => {
+    const tabula = await freshTabula();
+    await tabula.session('s');
+    const raw = createDb(tabula.dbName);
+    await raw.runs.put({ runId: 'orphan', userId: 'anonymous', sessionId: 's', scope: 'default', visit: 1, attempt: 1, status: 'running', startedAt: 1, endedAt: null });
+    raw.close();
+    vi.spyOn(IDBObjectStore.prototype, 'put').mockImplementation(() => {
+      throw new DOMException('The quota has been exceeded.', 'QuotaExceededError');
+    });
+    const error = await rejection(tabula.session('s'));
+    expect(isTabulaError(error, 'storage/quota-exceeded')).toBe(true);
+    expect(error.message).toContain('Could not recover session "s"');
+    vi.restoreAllMocks();
+    // Once there is room, the next open marks the run abandoned.
+    expect((await (await tabula.session('s')).runs()).map((run) => run.status)).toEqual(['abandoned']);
     await tabula.close();
   });
 });

@@ -79,8 +79,13 @@ describe('tabula.deleteSession()', () => {
     expect((await tabula.sessions()).map((info) => info.messageCount)).toEqual([1]);
     await tabula.deleteSession('s');
     expect(await tabula.sessions()).toEqual([]);
-    // Deleting what is not there is no error.
+    // Deleting what is not there is no error, and no change: nothing is announced.
+    const heard: string[] = [];
+    const stop = tabula.subscribe((change) => heard.push(`${change.sessionId}:${change.kinds.join()}`));
     await tabula.deleteSession('never-was');
+    await tabula.session('after');
+    expect(heard).toEqual(['after:session.create']);
+    stop();
     const error: unknown = await tabula.deleteSession('s', { userId: '' }).catch((caught: unknown) => caught);
     expect(isTabulaError(error, 'argument/invalid')).toBe(true);
     expect((error as Error).message).toContain('deleteSession({ userId })');
