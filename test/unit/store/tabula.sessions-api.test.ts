@@ -138,9 +138,10 @@ describe('tabula.importSession()', () => {
     await original.append({ role: 'user', content: 'hi' });
     const data = JSON.parse(JSON.stringify(await original.export())) as SessionExport;
     await source.close();
-    expect(data.blackboard ?? {}).toEqual({});
+    // A file may leave the board out altogether (written by hand, or by an older version).
+    const { blackboard: _unused, ...withoutBoard } = data;
     const target = await freshTabula();
-    const imported = await target.importSession(data);
+    const imported = await target.importSession(withoutBoard);
     expect((await imported.messages()).map((m) => m.content)).toEqual(['hi']);
     await imported.blackboard.whenLoaded;
     expect(imported.blackboard.toJSON()).toEqual({});
