@@ -263,6 +263,9 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     return handle;
   }
 
+  /** The close under way or done; null again after a close that failed, so that a later one tries again. */
+  let closing: Promise<void> | null = null;
+
   return {
     session: open,
 
@@ -336,14 +339,19 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
 
     sync: engine,
 
-    async close() {
-      if (store.closed) return;
-      await engine?.close();
-      // An unfinished stream is interrupted, not left dangling: its text so far is kept.
-      await Promise.all([...store.openStreams].map((stream) => stream.abort().catch(() => undefined)));
-      await handles.closeAll();
-      await Promise.allSettled([...store.background]);
-      await tearDown();
+    close() {
+      // One close for every caller: a second close() while the first runs waits for it, not running its steps again.
+      return (closing ??= (async () => {
+        await engine?.close();
+        // An unfinished stream is interrupted, not left dangling: its text so far is kept.
+        await Promise.all([...store.openStreams].map((stream) => stream.abort().catch(() => undefined)));
+        await handles.closeAll();
+        await Promise.allSettled([...store.background]);
+        await tearDown();
+      })().catch((error: unknown) => {
+        closing = null;
+        throw error;
+      }));
     },
   };
 }

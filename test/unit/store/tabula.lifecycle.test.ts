@@ -5,6 +5,7 @@
  * the StorageManager calls behind storage() and requestPersistence(), and a
  * stream left open at close() interrupted with its text kept.
  */
+import Dexie from 'dexie';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isTabulaError, openTabula, type TokenCounter } from '../../../src/index.js';
 import { ApproxTokenCounter } from '../../../src/core/tokens.js';
@@ -140,6 +141,18 @@ describe('close()', () => {
     const [message] = await (await reopened.session('s')).messages();
     expect(message).toMatchObject({ content: 'half a thought', status: 'interrupted' });
     await reopened.close();
+  });
+
+  it('called twice at once runs its steps once: both calls resolve when the one close is done', async () => {
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const stream = await session.stream({ role: 'assistant' });
+    stream.write('half');
+    const closes = vi.spyOn(Dexie.prototype, 'close');
+    await Promise.all([tabula.close(), tabula.close()]);
+    // Once for the database: a second close() that ran its steps again would close it twice.
+    expect(closes).toHaveBeenCalledTimes(1);
+    await expect(tabula.sessions()).rejects.toMatchObject({ code: 'storage/closed' });
   });
 
   it('is idempotent and leaves every call refused with storage/closed', async () => {
