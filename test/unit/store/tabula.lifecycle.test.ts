@@ -5,7 +5,7 @@
  * the StorageManager calls behind storage() and requestPersistence(), and a
  * stream left open at close() interrupted with its text kept.
  */
-import Dexie from 'dexie';
+import { Dexie } from 'dexie';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isTabulaError, openTabula, type TokenCounter } from '../../../src/index.js';
 import { ApproxTokenCounter } from '../../../src/core/tokens.js';
