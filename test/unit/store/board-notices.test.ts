@@ -8,7 +8,7 @@
  * one instead of reported; a listener that keeps hearing after it
  * unsubscribed or after close().
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { TabulaError } from '../../../src/index.js';
 import { createBoardNotices, type BoardNotices } from '../../../src/store/board-notices.js';
 import { uniqueName, waitFor } from './helpers.js';
@@ -86,5 +86,20 @@ describe('board notices', () => {
     expect(third.heard).toEqual(['u/c']);
     expect(there.heard).toEqual(['u/a']);
     expect(second).toEqual(['u/a']);
+  });
+
+  it('without BroadcastChannel (an old runtime), notices still reach this tab, and stop at close()', () => {
+    vi.stubGlobal('BroadcastChannel', undefined);
+    try {
+      const here = tab(uniqueName('notices'));
+      here.notices.announce('u', 'a');
+      expect(here.heard).toEqual(['u/a']);
+      here.notices.close();
+      here.notices.announce('u', 'b');
+      expect(here.heard).toEqual(['u/a']);
+      expect(here.errors).toEqual([]);
+    } finally {
+      vi.unstubAllGlobals();
+    }
   });
 });
