@@ -266,18 +266,20 @@ describe('the request contract, through Dexie and through a native transaction a
       const db = await openDb();
       try {
         const refused = await inTransaction(db, async (requests) => {
-          const first = await requests.meta.bulkAdd([{ key: 'b', value: 2 }, { key: 'a', value: 'again' }]);
-          const none = await requests.meta.bulkAdd([{ key: 'd', value: 4 }]);
-          const all = await requests.meta.bulkAdd([{ key: 'c', value: 'again' }]);
+          // Read as soon as each resolves: every refusal is known by then, not only the first.
+          const first = [...(await requests.meta.bulkAdd([{ key: 'a', value: 'again' }, { key: 'b', value: 2 }, { key: 'c', value: 'again' }]))];
+          const none = [...(await requests.meta.bulkAdd([{ key: 'd', value: 4 }]))];
+          const last = [...(await requests.meta.bulkAdd([{ key: 'e', value: 5 }, { key: 'd', value: 'again' }]))];
           await requests.meta.put({ key: 'a', value: 'put' });
-          return [[...first], [...none], [...all]];
+          return [first, none, last];
         });
-        expect(refused).toEqual([[1], [], [0]]);
+        expect(refused).toEqual([[0, 2], [], [1]]);
         expect(await db.meta.toArray()).toEqual([
           { key: 'a', value: 'put' },
           { key: 'b', value: 2 },
           { key: 'c', value: 3 },
           { key: 'd', value: 4 },
+          { key: 'e', value: 5 },
         ]);
       } finally {
         db.close();
@@ -314,6 +316,18 @@ describe('the request contract, through Dexie and through a native transaction a
     }
   });
 
+  it('nativeTransaction: none on a connection closing under Dexie (a versionchange Dexie has not seen yet)', async () => {
+    const db = await openDb();
+    try {
+      // The native connection closes; Dexie still counts itself open.
+      db.backendDB().close();
+      expect(db.isOpen()).toBe(true);
+      expect(nativeTransaction(db, ['meta'], 'readonly')).toBeNull();
+    } finally {
+      db.close();
+    }
+  });
+
   it('nativeTransaction: a store that does not exist throws (only a closing connection means "none")', async () => {
     const db = await openDb();
     try {
@@ -330,7 +344,7 @@ describe('the request contract, through Dexie and through a native transaction a
       const aborted = transactionDone(live);
       void nativeRequests(live).meta.put({ key: 'z', value: 'never' }).catch(() => undefined);
       abortTransaction(live);
-      await expect(aborted).rejects.toMatchObject({ name: 'AbortError' });
+      await expect(aborted).rejects.toMatchObject({ name: 'AbortError', message: 'The IndexedDB transaction was aborted.' });
       abortTransaction(live);
 
       const committed = nativeTransaction(db, ['meta'], 'readwrite') as IDBTransaction;
