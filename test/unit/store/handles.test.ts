@@ -106,7 +106,7 @@ describe('the handle tracker', () => {
     const log: Log = [];
     const tracker = createHandleTracker(() => undefined);
     const a = tracker.track(fakeSession(log, 'a'), async () => void log.push('release a'));
-    const b = tracker.track(fakeSession(log, 'b'), async () => void log.push('release b'));
+    tracker.track(fakeSession(log, 'b'), async () => void log.push('release b'));
     await a.close();
     expect(log).toEqual(['close a', 'release a']);
     await a.close();

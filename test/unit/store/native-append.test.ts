@@ -20,7 +20,7 @@ import { formatHlc } from '../../../src/core/index.js';
 import { applyAppends, applyOps, flushSlot, loadSlot, type AppendOp, type ApplyOptions } from '../../../src/store/apply.js';
 import { abortTransaction, nativeRequests, nativeTransaction, succeeded, transactionDone } from '../../../src/store/native-requests.js';
 import { dexieRequests, type WriteRequests } from '../../../src/store/requests.js';
-import { createDb, messageRow, type TabulaDb } from '../../../src/store/schema.js';
+import { createDb, messageRow, type MetaRow, type TabulaDb } from '../../../src/store/schema.js';
 import { freshTabula, uniqueName } from './helpers.js';
 
 /** The store names of each readwrite transaction Dexie created while registered, for databases named `prefix…`. */
@@ -289,7 +289,7 @@ describe('the request contract, through Dexie and through a native transaction a
     it(`${way}: a row that fails for another reason than a taken key rejects, and the transaction lands nothing`, async () => {
       const db = await openDb();
       try {
-        const keyless = { value: 'no key' } as unknown as { key: string; value: unknown };
+        const keyless = { value: 'no key' } as unknown as MetaRow;
         await expect(inTransaction(db, (requests) => requests.meta.bulkAdd([{ key: 'b', value: 2 }, { key: 'a', value: 'again' }, keyless]))).rejects.toMatchObject({
           name: 'DataError',
         });
