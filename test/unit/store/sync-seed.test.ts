@@ -141,4 +141,36 @@ describe('seedOutbox', () => {
       db.close();
     }
   });
+
+  it('a session row from before lives, save orders and journal bounds were stored: ops without a life, the save at the create, the commit at the last committed entry', async () => {
+    const name = uniqueName('seed');
+    const tabula = await freshTabula({ name, userId: 'alice' });
+    const chat = await tabula.session('old');
+    await chat.save({ summary: 's' });
+    await chat.journal.apply([1]);
+    await chat.journal.apply([2]);
+    await chat.journal.markCommitted();
+    await chat.journal.apply([3]);
+    await tabula.close();
+    const db = createDb(name);
+    try {
+      // As an earlier version left it: no `after`, no `versionOrder`, no `journalThrough`.
+      await db.sessions.update(['alice', 'old'], (row) => {
+        delete row.after;
+        delete row.versionOrder;
+        delete row.journalThrough;
+      });
+      const row = await db.sessions.get(['alice', 'old']);
+      await seedOutbox(db, 'alice');
+      const ops = await queuedOps(db);
+      for (const op of ops) expect('after' in op).toBe(false);
+      expect(ops.find((op) => op.kind === 'state.save')).toMatchObject({ order: row?.createdOrder, body: { version: 1 } });
+      const journal = await db.journal.orderBy('[userId+sessionId+order]').toArray();
+      expect(journal).toHaveLength(3);
+      const commit = ops.find((op) => op.kind === 'journal.commit');
+      expect(commit).toMatchObject({ order: journal[1]?.order, body: { watermark: 2, through: `${journal[1]?.order}#00000000` } });
+    } finally {
+      db.close();
+    }
+  });
 });
