@@ -63,7 +63,7 @@ describe('mapStorageError', () => {
   });
 
   it('keeps the text of a failure that is not an Error: a string, null, an object without a string message', () => {
-    expect(mapStorageError('disk gone', 'read').message).toBe('Could not read: disk gone');
+    expect(mapStorageError('disk gone', 'read')).toMatchObject({ code: 'storage/failed', message: 'Could not read: disk gone', cause: 'disk gone' });
     expect(mapStorageError(null, 'read').message).toBe('Could not read: null');
     expect(mapStorageError(undefined, 'read').message).toBe('Could not read: undefined');
     expect(mapStorageError({ message: 42 }, 'read').message).toBe('Could not read: [object Object]');

@@ -74,7 +74,9 @@ describe('seedOutbox', () => {
       // Every op names the session's life, as the writer stamped it.
       expect(row?.after).toBeDefined();
       for (const op of chatOps) expect(op.after).toBe(row?.after);
-      const [create, prefix, save] = chatOps;
+      const [create, prefix, save, checkpointOp] = chatOps;
+      const [checkpoint] = await db.checkpoints.toArray();
+      expect(checkpointOp).toMatchObject({ order: checkpoint?.order, body: { id: checkpoint?.id, label: 'cp', at: checkpoint?.at, snapshot: checkpoint?.snapshot } });
       expect(create).toMatchObject({ order: row?.createdOrder, body: { createdAt: row?.createdAt, forkOf: row?.forkOf } });
       expect(prefix).toMatchObject({ order: row?.prefixOrder, body: { prefix: row?.prefix } });
       expect(save).toMatchObject({ order: row?.versionOrder, body: { version: row?.version, patch: row?.state } });
