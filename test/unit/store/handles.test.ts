@@ -143,4 +143,23 @@ describe('the handle tracker', () => {
     await kept.close();
     expect(log.filter((entry) => entry === 'release kept')).toHaveLength(1);
   });
+
+  it.skipIf(!isNode)('closeAll() right after a handle was collected, before its finalizer ran: releases it once, closes only the live ones', { timeout: 60_000 }, async () => {
+    const gc = await collector();
+    const log: Log = [];
+    const tracker = createHandleTracker(() => undefined);
+    const kept = tracker.track(fakeSession(log, 'kept'), async () => void log.push('release kept'));
+    (() => {
+      tracker.track(fakeSession(log, 'dropped'), async () => void log.push('release dropped'));
+    })();
+    // A new job: the dropped handle's WeakRef is no longer held for the job that made it.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    // Collected now; its finalizer can run only after this synchronous stretch, so closeAll() sees it gone first.
+    gc();
+    await tracker.closeAll();
+    expect(log.filter((entry) => entry === 'release dropped')).toHaveLength(1);
+    expect(log).not.toContain('close dropped');
+    expect(log.filter((entry) => entry.endsWith('kept'))).toEqual(['close kept', 'release kept']);
+    await kept.close();
+  });
 });
