@@ -18,9 +18,9 @@ import { Dexie, type DBCore } from 'dexie';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { formatHlc } from '../../../src/core/index.js';
 import { applyAppends, applyOps, flushSlot, loadSlot, type AppendOp, type ApplyOptions } from '../../../src/store/apply.js';
-import { nativeRequests, transactionDone } from '../../../src/store/native-requests.js';
+import { abortTransaction, nativeRequests, nativeTransaction, succeeded, transactionDone } from '../../../src/store/native-requests.js';
 import { dexieRequests, type WriteRequests } from '../../../src/store/requests.js';
-import { createDb, messageRow, type TabulaDb } from '../../../src/store/schema.js';
+import { createDb, messageRow, type MetaRow, type TabulaDb } from '../../../src/store/schema.js';
 import { freshTabula, uniqueName } from './helpers.js';
 
 /** The store names of each readwrite transaction Dexie created while registered, for databases named `prefix…`. */
@@ -212,6 +212,179 @@ describe('applyAppends, through Dexie and through a native transaction alike', (
       expect((await db.messages.toArray()).map((row) => row.id)).toEqual(['old']);
     } finally {
       await close();
+    }
+  });
+});
+
+/**
+ * The request contract (src/store/requests.ts) both ways, on the meta store (plain key/value rows), and
+ * the native transaction's helpers (src/store/native-requests.ts). The class of bug this guards: the two
+ * implementations drifting apart (rows out of key order, a refused add at the end never resolving or
+ * resolving as landed, an empty batch that hangs, a failure that is not a taken key passed off as one),
+ * and a native transaction used where it must not be (a closed connection, inside a Dexie transaction).
+ */
+describe('the request contract, through Dexie and through a native transaction alike', () => {
+  async function openDb(): Promise<TabulaDb> {
+    const db = createDb(uniqueName('requests'));
+    await db.open();
+    await db.meta.bulkAdd([
+      { key: 'a', value: 1 },
+      { key: 'c', value: 3 },
+    ]);
+    return db;
+  }
+
+  for (const way of ['dexie', 'native'] as const) {
+    /** Runs `write` in one readwrite transaction over the meta store, the requests made the `way` way. */
+    const inTransaction = async <T>(db: TabulaDb, write: (requests: WriteRequests) => Promise<T>): Promise<T> => {
+      if (way === 'dexie') return db.transaction('rw', db.meta, async () => write(dexieRequests(db)));
+      const tx = db.backendDB().transaction(['meta'], 'readwrite');
+      const done = transactionDone(tx);
+      const result = await write(nativeRequests(tx));
+      await done;
+      return result;
+    };
+
+    it(`${way}: get and bulkGet give rows in the order asked, undefined where none is stored; an empty batch resolves`, async () => {
+      const db = await openDb();
+      try {
+        const read = await inTransaction(db, async (requests) => ({
+          one: await requests.meta.get('c'),
+          none: await requests.meta.get('b'),
+          many: await requests.meta.bulkGet(['c', 'b', 'a']),
+          empty: await requests.meta.bulkGet([]),
+          added: await requests.meta.bulkAdd([]),
+          echoed: await requests.resolved('same'),
+        }));
+        expect(read).toEqual({ one: { key: 'c', value: 3 }, none: undefined, many: [{ key: 'c', value: 3 }, undefined, { key: 'a', value: 1 }], empty: [], added: new Set(), echoed: 'same' });
+      } finally {
+        db.close();
+      }
+    });
+
+    it(`${way}: bulkAdd reports the positions whose key is taken, the last one included, and lands the rest; put replaces`, async () => {
+      const db = await openDb();
+      try {
+        const refused = await inTransaction(db, async (requests) => {
+          // Read as soon as each resolves: every refusal is known by then, not only the first.
+          const first = [...(await requests.meta.bulkAdd([{ key: 'a', value: 'again' }, { key: 'b', value: 2 }, { key: 'c', value: 'again' }]))];
+          const none = [...(await requests.meta.bulkAdd([{ key: 'd', value: 4 }]))];
+          const last = [...(await requests.meta.bulkAdd([{ key: 'e', value: 5 }, { key: 'd', value: 'again' }]))];
+          await requests.meta.put({ key: 'a', value: 'put' });
+          return [first, none, last];
+        });
+        expect(refused).toEqual([[0, 2], [], [1]]);
+        expect(await db.meta.toArray()).toEqual([
+          { key: 'a', value: 'put' },
+          { key: 'b', value: 2 },
+          { key: 'c', value: 3 },
+          { key: 'd', value: 4 },
+          { key: 'e', value: 5 },
+        ]);
+      } finally {
+        db.close();
+      }
+    });
+
+    it(`${way}: a row that fails for another reason than a taken key rejects, and the transaction lands nothing`, async () => {
+      const db = await openDb();
+      try {
+        const keyless = { value: 'no key' } as unknown as MetaRow;
+        await expect(inTransaction(db, (requests) => requests.meta.bulkAdd([{ key: 'b', value: 2 }, { key: 'a', value: 'again' }, keyless]))).rejects.toMatchObject({
+          name: 'DataError',
+        });
+        expect((await db.meta.toArray()).map((row) => row.key)).toEqual(['a', 'c']);
+      } finally {
+        db.close();
+      }
+    });
+  }
+
+  it('nativeRequests: each table reads its own store', async () => {
+    const db = await openDb();
+    try {
+      await db.outbox.add({ seq: 7, board: { sessionId: 's', update: 'AAA=' } });
+      const tx = nativeTransaction(db, ['sessions', 'messages', 'meta', 'outbox'], 'readonly') as IDBTransaction;
+      const requests = nativeRequests(tx);
+      expect(await requests.outbox.get(7)).toEqual({ seq: 7, board: { sessionId: 's', update: 'AAA=' } });
+      expect(await requests.meta.get('a')).toEqual({ key: 'a', value: 1 });
+      expect(await requests.sessions.get(['u', 's'])).toBeUndefined();
+      expect(await requests.messages.get(['u', 's', 'm'])).toBeUndefined();
+    } finally {
+      db.close();
+    }
+  });
+
+  it('nativeTransaction: none on a closed connection or inside a Dexie transaction; one over the stores asked otherwise', async () => {
+    const db = await openDb();
+    try {
+      const tx = nativeTransaction(db, ['meta', 'outbox'], 'readonly');
+      expect([...(tx?.objectStoreNames ?? [])]).toEqual(['meta', 'outbox']);
+      expect(tx?.mode).toBe('readonly');
+      await db.transaction('r', db.meta, () => {
+        expect(nativeTransaction(db, ['meta'], 'readonly')).toBeNull();
+      });
+      db.close();
+      expect(nativeTransaction(db, ['meta'], 'readonly')).toBeNull();
+    } finally {
+      db.close();
+    }
+  });
+
+  it('nativeTransaction: none on a connection closing under Dexie (a versionchange Dexie has not seen yet)', async () => {
+    const db = await openDb();
+    try {
+      // The native connection closes; Dexie still counts itself open.
+      db.backendDB().close();
+      expect(db.isOpen()).toBe(true);
+      expect(nativeTransaction(db, ['meta'], 'readonly')).toBeNull();
+    } finally {
+      db.close();
+    }
+  });
+
+  it('nativeTransaction: a store that does not exist throws (only a closing connection means "none")', async () => {
+    const db = await openDb();
+    try {
+      expect(() => nativeTransaction(db, ['no-such-store'], 'readonly')).toThrow(expect.objectContaining({ name: 'NotFoundError' }) as Error);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('abortTransaction: aborts a live transaction (its done rejects with AbortError); after the commit it does nothing', async () => {
+    const db = await openDb();
+    try {
+      const live = nativeTransaction(db, ['meta'], 'readwrite') as IDBTransaction;
+      const aborted = transactionDone(live);
+      void nativeRequests(live).meta.put({ key: 'z', value: 'never' }).catch(() => undefined);
+      abortTransaction(live);
+      await expect(aborted).rejects.toMatchObject({ name: 'AbortError', message: 'The IndexedDB transaction was aborted.' });
+      abortTransaction(live);
+
+      const committed = nativeTransaction(db, ['meta'], 'readwrite') as IDBTransaction;
+      const done = transactionDone(committed);
+      await nativeRequests(committed).meta.put({ key: 'y', value: 'kept' });
+      await done;
+      expect(() => abortTransaction(committed)).not.toThrow();
+      expect((await db.meta.toArray()).map((row) => row.key)).toEqual(['a', 'c', 'y']);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('succeeded: resolves with the result; rejects with the request error', async () => {
+    const db = await openDb();
+    try {
+      const tx = nativeTransaction(db, ['meta'], 'readwrite') as IDBTransaction;
+      const done = transactionDone(tx);
+      const store = tx.objectStore('meta');
+      expect(await succeeded(store.get('a'))).toEqual({ key: 'a', value: 1 });
+      const refused = store.add({ key: 'a', value: 'taken' });
+      await expect(succeeded(refused)).rejects.toMatchObject({ name: 'ConstraintError' });
+      await expect(done).rejects.toMatchObject({ name: 'ConstraintError' });
+    } finally {
+      db.close();
     }
   });
 });
