@@ -1,6 +1,7 @@
-import { expect } from 'vitest';
+import { expect, vi } from 'vitest';
 import { openTabula, type OpenTabulaOptions, type Session, type Tabula } from '../../../src/index.js';
 import type { OpKind } from '../../../src/core/ops.js';
+import { TabulaError } from '../../../src/core/errors.js';
 import { checkRow, type TabulaDb } from '../../../src/store/schema.js';
 
 let counter = 0;
@@ -80,4 +81,39 @@ export function nextChange(session: Session, kind: OpKind): Promise<void> {
       resolve();
     });
   });
+}
+
+/**
+ * Makes every IndexedDB read and write request fail at once, as a broken disk would (a DOMException, not
+ * a TabulaError), until the mocks are restored (`vi.restoreAllMocks()`).
+ */
+export function failStorage(): void {
+  const fail = () => {
+    throw new DOMException('disk on fire', 'UnknownError');
+  };
+  for (const name of ['get', 'getAll', 'getAllKeys', 'put', 'add', 'delete', 'count', 'openCursor', 'openKeyCursor'] as const) {
+    if (name in IDBObjectStore.prototype) vi.spyOn(IDBObjectStore.prototype, name as 'get').mockImplementation(fail);
+    if (name in IDBIndex.prototype) vi.spyOn(IDBIndex.prototype, name as 'get').mockImplementation(fail);
+  }
+}
+
+/** Whether the zod schema of message rows accepts `value` (what the hand-written check is held equal to). */
+export function zodAcceptsMessageRow(value: unknown): boolean {
+  try {
+    checkRow('messages', 'key', value);
+    return true;
+  } catch (error) {
+    if (error instanceof TabulaError && error.code === 'schema/invalid') return false;
+    throw error;
+  }
+}
+
+/** What a check says of its input: 'accepted', or the TabulaError's code and message (anything else named as such). */
+export function verdictOf(check: () => unknown): string {
+  try {
+    check();
+    return 'accepted';
+  } catch (error) {
+    return error instanceof TabulaError ? `${error.code}: ${error.message}` : `not a TabulaError: ${String(error)}`;
+  }
 }

@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isTabulaError, type SessionChange } from '../../../src/index.js';
-import { freshTabula, rawPut } from './helpers.js';
+import { failStorage, freshTabula, rawPut } from './helpers.js';
 
 /** The TabulaError `promise` rejects with (fails the test when it resolves or rejects with anything else). */
 async function rejection(promise: Promise<unknown>): Promise<Error & { code: string }> {
@@ -17,17 +17,6 @@ async function rejection(promise: Promise<unknown>): Promise<Error & { code: str
   );
   if (!isTabulaError(outcome)) throw new Error(`expected a TabulaError, got ${String(outcome)}`);
   return outcome;
-}
-
-/** The disk fails: every read and write request Tabula makes to IndexedDB from now on throws. */
-function failStorage(): void {
-  const fail = () => {
-    throw new DOMException('disk on fire', 'UnknownError');
-  };
-  for (const name of ['get', 'getAll', 'getAllKeys', 'put', 'add', 'delete', 'count', 'openCursor', 'openKeyCursor'] as const) {
-    if (name in IDBObjectStore.prototype) vi.spyOn(IDBObjectStore.prototype, name as 'get').mockImplementation(fail);
-    if (name in IDBIndex.prototype) vi.spyOn(IDBIndex.prototype, name as 'get').mockImplementation(fail);
-  }
 }
 
 afterEach(() => {
@@ -55,39 +44,20 @@ describe('memory errors name what they are about', () => {
     await tabula.close();
   });
 
-  it('a corrupt row is named by its full key from get(), keys(), tx.get(), tx.keys() and tx.entries(); entries() of another prefix still reads', async () => {
-    const tabula = await freshTabula();
-    const session = await tabula.session('s');
-    const memory = session.memory('m');
-    await memory.set('good', 1);
-    await rawPut(tabula.dbName, 'memory', { userId: 'anonymous', sessionId: 's', scope: 'm', key: 'bad', value: 2, deleted: false, order: 7 });
-    const named = /^Row \["anonymous","s","m","bad"\] of IndexedDB table "memory" is corrupt/;
-    for (const read of [
-      () => memory.get('bad'),
-      () => memory.keys(),
-      () => memory.transact((tx) => tx.get('bad')),
-      () => memory.transact((tx) => tx.keys()),
-      () => memory.transact((tx) => tx.entries()),
-    ]) {
-      const error = await rejection(read());
-      expect(error.code).toBe('schema/invalid');
-      expect(error.message).toMatch(named);
-    }
-    // Rows outside the prefix are not validated: the good key still reads.
-    expect(await memory.transact((tx) => tx.entries('go'))).toEqual([['good', 1]]);
-    expect(await memory.get('good')).toBe(1);
-    await tabula.close();
-  });
-
-  it('a corrupt row whose `deleted` is truthy is reported, not skipped as deleted, by every read of the scope', async () => {
+  // A row valid but for one field: a bad order key, or a `deleted` that is truthy but not a boolean (which a
+  // read that looked at `deleted` first would skip as deleted).
+  it.each([
+    ['a bad order key', { order: 7 }],
+    ['a truthy `deleted` that is not a boolean', { deleted: 'yes' }],
+  ])('a corrupt row (%s) is named by its full key from every read of the scope; rows outside an entries() prefix still read', async (_, corruption) => {
     const tabula = await freshTabula();
     const memory = (await tabula.session('s')).memory('m');
     await memory.set('good', 1);
     const valid = { userId: 'anonymous', sessionId: 's', scope: 'm', key: 'bad', value: 2, deleted: false, order: '000000000000001.000000.gone' };
-    // The row is valid but for `deleted`: as written it reads.
+    // As written, the row reads: only the corruption makes it fail.
     await rawPut(tabula.dbName, 'memory', valid);
     expect(await memory.get('bad')).toBe(2);
-    await rawPut(tabula.dbName, 'memory', { ...valid, deleted: 'yes' });
+    await rawPut(tabula.dbName, 'memory', { ...valid, ...corruption });
     const named = /^Row \["anonymous","s","m","bad"\] of IndexedDB table "memory" is corrupt/;
     for (const read of [
       () => memory.get('bad'),
@@ -101,7 +71,9 @@ describe('memory errors name what they are about', () => {
       expect(error.code).toBe('schema/invalid');
       expect(error.message).toMatch(named);
     }
+    // Rows outside the prefix are not validated: the good key still reads.
     expect(await memory.transact((tx) => tx.entries('go'))).toEqual([['good', 1]]);
+    expect(await memory.get('good')).toBe(1);
     await tabula.close();
   });
 

@@ -7,9 +7,9 @@
  * cases make every check fail on its own, fast enough for mutation runs.
  */
 import { describe, expect, it } from 'vitest';
-import { TabulaError } from '../../../src/core/errors.js';
 import { checkMessageRow, isValidMessageRow } from '../../../src/store/message-row.js';
 import { checkRow } from '../../../src/store/schema.js';
+import { verdictOf, zodAcceptsMessageRow } from './helpers.js';
 
 type Fields = Record<string, unknown>;
 
@@ -50,25 +50,6 @@ class Custom {
 }
 
 const nullProto = (fields: Fields): Fields => Object.assign(Object.create(null) as Fields, fields);
-
-const zodAccepts = (value: unknown): boolean => {
-  try {
-    checkRow('messages', 'key', value);
-    return true;
-  } catch (error) {
-    if (error instanceof TabulaError && error.code === 'schema/invalid') return false;
-    throw error;
-  }
-};
-
-const outcome = (check: () => unknown): string => {
-  try {
-    check();
-    return 'accepted';
-  } catch (error) {
-    return error instanceof TabulaError ? `${error.code}: ${error.message}` : `not a TabulaError: ${String(error)}`;
-  }
-};
 
 const keyOf = (value: unknown): unknown[] => {
   const fields = typeof value === 'object' && value !== null ? (value as Fields) : {};
@@ -228,17 +209,17 @@ const UNSURE: Array<[string, unknown]> = [
 
 describe('message rows: each rule of the hand-written check, as zod decides it', () => {
   it.each(VALID)('accepts %s, returning the row itself', (_name, value) => {
-    expect(zodAccepts(value)).toBe(true);
+    expect(zodAcceptsMessageRow(value)).toBe(true);
     expect(isValidMessageRow(value)).toBe(true);
     expect(checkMessageRow(value)).toBe(value);
   });
 
   it.each(INVALID)("refuses %s, with zod's error naming the row's key", (_name, value) => {
-    expect(zodAccepts(value)).toBe(false);
+    expect(zodAcceptsMessageRow(value)).toBe(false);
     expect(isValidMessageRow(value)).toBe(false);
-    const error = outcome(() => checkMessageRow(value));
+    const error = verdictOf(() => checkMessageRow(value));
     expect(error).toMatch(/^schema\/invalid: /);
-    expect(error).toBe(outcome(() => checkRow('messages', keyOf(value), value)));
+    expect(error).toBe(verdictOf(() => checkRow('messages', keyOf(value), value)));
   });
 
   it.each(UNSURE)('leaves %s to zod, which accepts it', (_name, value) => {

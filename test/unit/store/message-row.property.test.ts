@@ -7,9 +7,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { TabulaError } from '../../../src/core/errors.js';
 import { checkMessageRow, isValidMessageRow } from '../../../src/store/message-row.js';
 import { checkRow, messageRow } from '../../../src/store/schema.js';
+import { verdictOf, zodAcceptsMessageRow } from './helpers.js';
 import { fcParams, TEST_SEED } from '../seed.js';
 
 /** Values that break a field of almost any type. */
@@ -82,35 +82,16 @@ const marked = fc.tuple(row, fc.nat(3)).map(([value, dice]) => {
   return r.status === 'streaming' && !('streaming' in r) ? { ...r, streaming: 1 } : r;
 });
 
-const zodAccepts = (value: unknown): boolean => {
-  try {
-    checkRow('messages', 'key', value);
-    return true;
-  } catch (error) {
-    if (error instanceof TabulaError && error.code === 'schema/invalid') return false;
-    throw error;
-  }
-};
-
-const errorOf = (check: () => unknown): string => {
-  try {
-    check();
-    return 'accepted';
-  } catch (error) {
-    return error instanceof TabulaError ? `${error.code}: ${error.message}` : String(error);
-  }
-};
-
 describe('message rows: the hand-written check and the zod schema (property)', () => {
   it(`accept exactly the same rows, and a bad row gets zod's error (seed ${TEST_SEED})`, () => {
     let accepted = 0;
     fc.assert(
       fc.property(fc.oneof({ weight: 8, arbitrary: marked }, { weight: 1, arbitrary: fc.anything() }), (value) => {
-        const zod = zodAccepts(value);
+        const zod = zodAcceptsMessageRow(value);
         expect(isValidMessageRow(value)).toBe(zod);
         if (zod) accepted++;
         const key = typeof value === 'object' && value !== null ? value as Record<string, unknown> : {};
-        expect(errorOf(() => checkMessageRow(value))).toBe(errorOf(() => checkRow('messages', [key.userId, key.sessionId, key.id], value)));
+        expect(verdictOf(() => checkMessageRow(value))).toBe(verdictOf(() => checkRow('messages', [key.userId, key.sessionId, key.id], value)));
       }),
       fcParams(3000),
     );
@@ -129,7 +110,7 @@ describe('message rows: the hand-written check and the zod schema (property)', (
       { ...messageRow({ ...base, message: { role: 'system', content: 'be brief' } }), tokens: { o200k_base: 4 } },
     ];
     for (const r of rows) {
-      expect(zodAccepts(r)).toBe(true);
+      expect(zodAcceptsMessageRow(r)).toBe(true);
       expect(isValidMessageRow(r)).toBe(true);
       expect(checkMessageRow(r)).toBe(r);
     }

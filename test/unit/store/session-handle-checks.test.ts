@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { PrefixContext, TabulaError, isTabulaError } from '../../../src/core/index.js';
 import type { Tabula } from '../../../src/index.js';
 import { createDb } from '../../../src/store/schema.js';
-import { freshTabula } from './helpers.js';
+import { failStorage, freshTabula } from './helpers.js';
 
 const opened: Tabula[] = [];
 afterEach(async () => {
@@ -44,17 +44,6 @@ function thrown(fn: () => unknown): TabulaError {
     throw error;
   }
   throw new Error('expected a throw');
-}
-
-/** Makes every IndexedDB read and write fail as a broken disk would (a DOMException, not a TabulaError). */
-function failStorage(): void {
-  const fail = () => {
-    throw new DOMException('disk on fire', 'UnknownError');
-  };
-  for (const name of ['get', 'getAll', 'getAllKeys', 'put', 'add', 'delete', 'count', 'openCursor', 'openKeyCursor'] as const) {
-    if (name in IDBObjectStore.prototype) vi.spyOn(IDBObjectStore.prototype, name as 'get').mockImplementation(fail);
-    if (name in IDBIndex.prototype) vi.spyOn(IDBIndex.prototype, name as 'get').mockImplementation(fail);
-  }
 }
 
 const LABEL = 'session "s" of user "u"';
