@@ -133,6 +133,25 @@ describe('openTabula and sessions', () => {
     await tabula.close();
   });
 
+  it('an import or a fork into an id whose delete is ordered ahead of this tab’s clock lands too (issue 10 #7)', async () => {
+    const name = uniqueName();
+    const tabula = await freshTabula({ name });
+    const source = await tabula.session('source');
+    await source.append({ role: 'user', content: 'kept' });
+    const file = await source.export();
+    const raw = createDb(name);
+    for (const id of ['imported', 'forked']) await raw.meta.put({ key: tombstoneKey('anonymous', id), value: '009999999999999.000000.skewedtab' });
+    raw.close();
+    const imported = await tabula.importSession({ ...file, sessionId: 'imported' });
+    const forked = await source.fork('forked');
+    for (const copy of [imported, forked]) {
+      await copy.append({ role: 'user', content: 'more' });
+      expect((await copy.messages()).map((m) => m.content)).toEqual(['kept', 'more']);
+    }
+    expect((await tabula.sessions()).map((s) => s.sessionId).sort()).toEqual(['forked', 'imported', 'source']);
+    await tabula.close();
+  });
+
   it('re-creating a session whose delete is ordered ahead of this tab’s clock works (issue 10 #7)', async () => {
     const name = uniqueName();
     const tabula = await freshTabula({ name });

@@ -8,9 +8,12 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Tabula } from '../../../src/index.js';
+import { dexieRequests } from '../../../src/store/requests.js';
 import { createDb, type OutboxRow } from '../../../src/store/schema.js';
+import { OUTBOX_SEQ_KEY } from '../../../src/store/sync-host.js';
+import { queueOutbox } from '../../../src/store/writer.js';
 import { httpSync } from '../../../src/sync/index.js';
-import { freshTabula } from './helpers.js';
+import { freshTabula, uniqueName } from './helpers.js';
 
 const opened: Tabula[] = [];
 afterEach(async () => {
@@ -106,5 +109,29 @@ describe('the outbox a local write fills', () => {
     expect(ops.map((op) => op?.kind)).toEqual(['session.create', 'message.append', 'session.delete', 'session.create', 'message.append']);
     const deleted = ops[2]?.order;
     expect(ops.map((op) => op?.after)).toEqual(['', '', '', deleted, deleted]);
+  });
+});
+
+describe('queueOutbox', () => {
+  it('refuses a seq the outbox already holds (the counter is behind it), naming the seqs, and lands nothing', async () => {
+    const db = createDb(uniqueName('outbox'));
+    try {
+      // Other code put rows at seq 2 and 3 without moving the counter, which says 0.
+      const foreign: OutboxRow[] = [2, 3].map((seq) => ({ seq, board: { sessionId: 's', update: 'AA==' } }));
+      await db.outbox.bulkAdd(foreign);
+      const items = [1, 2, 3, 4].map((n) => ({ board: { sessionId: 's', update: `update-${n}` } }));
+      const refused = await db
+        .transaction('rw', [db.outbox, db.meta], () => queueOutbox(dexieRequests(db), items))
+        .then(() => null, (error: unknown) => error);
+      // Dexie passes it on with the original's name and text, its own stack appended.
+      expect(refused).toMatchObject({ name: 'ConstraintError' });
+      expect((refused as Error).message).toMatch(/^The sync outbox already holds seq 2, 3\n/);
+      expect(await db.outbox.toArray()).toEqual(foreign);
+      expect(await db.meta.get(OUTBOX_SEQ_KEY)).toBeUndefined();
+      // Nothing to queue: nothing read or written.
+      expect(await db.transaction('rw', [db.outbox, db.meta], () => queueOutbox(dexieRequests(db), []))).toEqual([]);
+    } finally {
+      db.close();
+    }
   });
 });
