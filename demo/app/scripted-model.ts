@@ -68,6 +68,27 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * A seam for the end-to-end tests: while `globalThis.demoHoldReplies` is true, a reply waits after its
+ * first word until a `demo-release` event on globalThis or its stop, so a test can act while a reply
+ * streams however slow the machine is (a reply of 2 s may end before a loaded test runner looks).
+ */
+function held(signal: AbortSignal): Promise<void> {
+  if ((globalThis as { demoHoldReplies?: boolean }).demoHoldReplies !== true) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const release = () => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    };
+    const onAbort = () => {
+      globalThis.removeEventListener('demo-release', release);
+      reject(signal.reason as Error);
+    };
+    globalThis.addEventListener('demo-release', release, { once: true });
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 async function* reply({ messages, board, continueFrom, signal }: ModelRequest): AsyncGenerator<ModelEvent> {
   signal.throwIfAborted();
   const userMessages = messages.filter((message) => message.role === 'user');
@@ -81,9 +102,12 @@ async function* reply({ messages, board, continueFrom, signal }: ModelRequest): 
   }
   const full = answer(input, board, userMessages.length);
   const rest = continueFrom !== undefined && full.startsWith(continueFrom) ? full.slice(continueFrom.length) : full;
+  let first = true;
   for (const word of rest.split(/(?<=[ \n])/)) {
     await sleep(WORD_DELAY_MS, signal);
     yield { type: 'text', text: word };
+    if (first) await held(signal);
+    first = false;
   }
 }
 

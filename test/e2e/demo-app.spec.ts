@@ -45,6 +45,8 @@ test('the agent answers with a tool call, streams durably, and shares the chat a
   // Send is enabled only with text and no reply running; Stop only while one runs.
   await expect(a.getByTestId('send')).toBeDisabled();
   await expect(a.getByTestId('stop')).toBeDisabled();
+  // The reply holds after its first word (the demo's test seam), so the stop below finds it streaming.
+  await a.evaluate(() => void ((globalThis as { demoHoldReplies?: boolean }).demoHoldReplies = true));
   await send(a, 'tell me everything about this demo');
   await expect(messages(a).last()).toHaveAttribute('data-status', 'streaming', { timeout: 10_000 });
   await expect(b.getByTestId('stop')).toBeEnabled();
@@ -56,6 +58,7 @@ test('the agent answers with a tool call, streams durably, and shares the chat a
 
   // Continue streams the rest of the same answer into a new message.
   await expect(a.getByTestId('recover')).toBeVisible();
+  await a.evaluate(() => void ((globalThis as { demoHoldReplies?: boolean }).demoHoldReplies = false));
   await a.getByTestId('continue').click();
   await expect(messages(a).last()).toHaveAttribute('data-status', 'complete', { timeout: 15_000 });
   const rest = (await messages(a).last().locator('.body').textContent()) ?? '';
@@ -77,12 +80,15 @@ test('Esc stops a reply, Retry replaces it, Shift+Enter adds a line', async ({ p
   await box.press('Shift+Enter');
   await box.pressSequentially('second line');
   await expect(box).toHaveValue('first line\nsecond line');
+  // The reply holds after its first word (the demo's test seam), so Esc finds it streaming.
+  await page.evaluate(() => void ((globalThis as { demoHoldReplies?: boolean }).demoHoldReplies = true));
   await box.press('Enter');
   await expect(messages(page).first()).toContainText('first line\nsecond line');
   await expect(messages(page).last()).toHaveAttribute('data-status', 'streaming', { timeout: 10_000 });
   await page.keyboard.press('Escape');
   await expect(messages(page).last()).toHaveAttribute('data-status', 'interrupted', { timeout: 10_000 });
   await expect(messages(page)).toHaveCount(2);
+  await page.evaluate(() => void ((globalThis as { demoHoldReplies?: boolean }).demoHoldReplies = false));
   await page.getByTestId('retry').click();
   await expect(messages(page).last()).toHaveAttribute('data-status', 'complete', { timeout: 15_000 });
   // Retry dropped the interrupted reply: one question, one answer.
