@@ -241,6 +241,10 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
   const totals = { counted: 0, cached: 0, estimated: 0 };
   let closed = false;
   let requestSeq = 0;
+  // Checked before the cache is read too: a closed counter answers nothing, not even what it remembers.
+  const assertOpen = () => {
+    if (closed) throw new TabulaError('storage/closed', 'This token counter is closed; create a new one.');
+  };
 
   const start = async (): Promise<Backend> => {
     const attempts: Kind[] = [];
@@ -289,7 +293,7 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
    * calling thread with the engine's own budget. UNANSWERED means: estimate.
    */
   const request = async <T>(run: (engine: Backend['engine'], inThreadBudgetMs: number | undefined) => Promise<T | null>, chars: number): Promise<T | typeof UNANSWERED> => {
-    if (closed) throw new TabulaError('storage/closed', 'This token counter is closed; create a new one.');
+    assertOpen();
     const b = await started();
     if (b.mode === 'in-thread') return (await run(b.engine, requestTimeoutMs)) ?? UNANSWERED;
     try {
@@ -309,6 +313,7 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
   const cacheable = (text: string) => text.length < LARGE_TEXT_CHARS;
 
   const measureTexts = async (texts: string[]): Promise<TokenMeasure[]> => {
+    assertOpen();
     const measures: TokenMeasure[] = [];
     const missing: number[] = [];
     texts.forEach((text, i) => {

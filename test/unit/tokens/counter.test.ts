@@ -52,6 +52,20 @@ describe('createTokenCounter (Node: no Worker, so in-thread)', () => {
     counter.close();
     await expect(counter.countText('x')).rejects.toMatchObject({ code: 'storage/closed' });
   });
+
+  it('after close(), a text it has counted before is refused too, not answered from the cache', async () => {
+    const counter = createTokenCounter({ worker: 'none' });
+    const message: Message = { role: 'user', content: 'counted once' };
+    const text = messageTokenText(message);
+    await counter.count([message]);
+    await counter.countText(text);
+    counter.close();
+    for (const call of [() => counter.count([message]), () => counter.countEach([message]), () => counter.measureEach([message]), () => counter.countText(text), () => counter.measureText(text)]) {
+      await expect(call()).rejects.toMatchObject({ code: 'storage/closed' });
+    }
+    // The second count was the cache's: it had the answer, and still gave none after close().
+    expect(counter.stats().cached).toBe(1);
+  });
 });
 
 describe('estimates are never cached as exact (issue 10 item 8)', () => {
