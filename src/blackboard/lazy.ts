@@ -120,11 +120,20 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
     const shared = w;
     const lease: StandIn = { released: false, real: null, listeners: new Set() };
     shared.leases.push(lease);
-    const whenLoaded = start().then(async () => {
-      await lease.real?.blackboard.whenLoaded;
-    });
-    // A failed load is reported once, here; a caller that never awaits whenLoaded must not get an unhandled rejection.
-    whenLoaded.catch(() => undefined);
+    // The load under way, or done; null after a failed one, so the next read of whenLoaded tries again
+    // (a chunk fetch may fail once offline), as the next acquire() or flushed() would.
+    let loaded: Promise<void> | null = null;
+    const whenLoaded = (): Promise<void> => {
+      if (!loaded) {
+        loaded = start().then(async () => {
+          await lease.real?.blackboard.whenLoaded;
+        });
+        // A failed load is reported through onError; a caller that never awaits whenLoaded must not get an unhandled rejection.
+        loaded.catch(() => (loaded = null));
+      }
+      return loaded;
+    };
+    void whenLoaded();
 
     /** Writes grouped by transact(): one replay, one report to listeners. */
     let batch: { replays: Replay[]; changed: Set<string> } | null = null;
@@ -169,7 +178,9 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
         if (ready) return ready.doc;
         throw new TabulaError('blackboard/loading', `The Y.Doc of session "${sessionId}"'s blackboard is there once \`await session.blackboard.whenLoaded\` has resolved (Yjs loads on the board's first use).`);
       },
-      whenLoaded,
+      get whenLoaded() {
+        return whenLoaded();
+      },
       async flushed() {
         // start(), not the first load: after a load that failed, this tries again (as the next acquire would).
         await start();

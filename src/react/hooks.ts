@@ -141,10 +141,14 @@ function boardStore(session: Session): BoardStore {
       // A change between render and subscribe would otherwise stay hidden behind the render's snapshot.
       if (snapshot && !structuralEqual(snapshot, board.toJSON())) snapshot = null;
       let live = true;
-      // The board may still be loading from IndexedDB; what it loads shows once it is in.
-      void board.whenLoaded.then(() => {
-        if (live) invalidate();
-      });
+      // The board may still be loading from IndexedDB; what it loads shows once it is in. A failed load
+      // was reported through the Tabula's onError; the hook keeps showing what the board holds.
+      board.whenLoaded.then(
+        () => {
+          if (live) invalidate();
+        },
+        () => undefined,
+      );
       const stop = board.observe(invalidate);
       return () => {
         live = false;

@@ -281,9 +281,17 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
   let current: Backend | null = null;
   const started = (): Promise<Backend> => {
     if (!backend) {
-      const next = start();
+      // Only loading the encoding into this thread can fail (a chunk fetch offline): that count fails,
+      // and the next one tries again.
+      const next = start().catch((error: unknown) => {
+        backend = null;
+        throw new TabulaError('storage/failed', `Could not load the ${encoding} encoding into this thread; check that the bundle serves its chunk. The next count tries again.`, { cause: error });
+      });
       backend = next;
-      void next.then((b) => (current = b));
+      next.then(
+        (b) => (current = b),
+        () => undefined,
+      );
     }
     return backend;
   };
@@ -425,7 +433,10 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
     close() {
       if (closed) return;
       closed = true;
-      void backend?.then((b) => b.dispose());
+      backend?.then(
+        (b) => b.dispose(),
+        () => undefined,
+      );
     },
   };
 }

@@ -8,7 +8,7 @@
 import { StrictMode, createElement, type ReactNode } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApproxTokenCounter, openTabula, type Blackboard, type Session, type Tabula } from '../../src/index.js';
+import { ApproxTokenCounter, TabulaError, openTabula, type Blackboard, type Session, type Tabula } from '../../src/index.js';
 import {
   TabulaProvider,
   useBlackboard,
@@ -181,6 +181,36 @@ describe('tabula-sdk/react in Chromium', { timeout: 60_000 }, () => {
     await expect.poll(() => container.textContent, WAIT).toBe('"Bergen"');
     // Exactly one more render: the unrelated key did not cause one.
     expect(renders).toBe(before + 1);
+    await session.close();
+    await tabula.close();
+  });
+
+  it('useBlackboard goes on showing the board when its load failed, leaving no rejection unhandled', async () => {
+    const tabula = await open(dbName());
+    const session = await tabula.session('s');
+    // As a board whose code could not be fetched: its whenLoaded rejects, its writes and observe() work.
+    const failed = Promise.reject(new TabulaError('storage/failed', 'Could not load the blackboard code (Yjs); check that the bundle serves its lazy chunk.'));
+    failed.catch(() => undefined);
+    const through = <T extends object>(target: T, property: string | symbol, value: unknown) =>
+      new Proxy(target, {
+        get(t, p) {
+          if (p === property) return value;
+          const own: unknown = Reflect.get(t, p);
+          return typeof own === 'function' ? (own as (...args: unknown[]) => unknown).bind(t) : own;
+        },
+      });
+    const failing = through(session, 'blackboard', through(session.blackboard, 'whenLoaded', failed));
+    function City(): ReactNode {
+      return createElement('span', null, JSON.stringify(useBlackboard(failing, 'city') ?? null));
+    }
+    const container = document.createElement('div');
+    const root = createRoot(container);
+    roots.push(root);
+    root.render(createElement(TabulaProvider, { tabula }, createElement(City)));
+    await expect(failed).rejects.toBeInstanceOf(TabulaError);
+    session.blackboard.set('city', 'Oslo');
+    await expect.poll(() => container.textContent, WAIT).toBe('"Oslo"');
+    // Vitest fails the run on an unhandled rejection: the hook's handler for the failed load is what this guards.
     await session.close();
     await tabula.close();
   });

@@ -9,6 +9,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLazyBoardRegistry, type BoardCode } from '../../../src/blackboard/lazy.js';
 import { blackboardDatabaseName, boardLivesOnDisk } from '../../../src/blackboard/lives.js';
+import { BLACKBOARD_MAP } from '../../../src/blackboard/validate.js';
 import { createBoardRegistry, type BoardRegistryOptions } from '../../../src/blackboard/registry.js';
 import type { BlackboardChange, TabulaError } from '../../../src/index.js';
 import { uniqueName } from '../store/helpers.js';
@@ -250,7 +251,7 @@ describe('lazy registry: destroy, prune and close around the load', () => {
     expect(writeRefusal(board)).toBe('storage/closed');
   });
 
-  it('after a failed load: reported with its cause, release() and close() resolve, flushed() loads again', async () => {
+  it('after a failed load: reported with its cause, release() and close() resolve, whenLoaded read again loads again', async () => {
     const name = uniqueName('lazy');
     const cause = new Error('chunk fetch failed');
     let fail = true;
@@ -268,9 +269,14 @@ describe('lazy registry: destroy, prune and close around the load', () => {
     expect(errors.map((e) => [e.code, e.message, e.cause])).toEqual([
       ['storage/failed', 'Could not load the blackboard code (Yjs); check that the bundle serves its lazy chunk.', cause],
     ]);
+    // Read again while the load still fails: it tries again (reported again), and fails again.
+    await expect(first.blackboard.whenLoaded).rejects.toMatchObject({ code: 'storage/failed' });
+    expect(errors).toHaveLength(2);
     await dropped.release();
     fail = false;
-    // The first board's whenLoaded stays rejected, but its flushed() tries the load again.
+    // Read again once the chunk is served: it loads, and the write made before is in the Y.Doc.
+    await first.blackboard.whenLoaded;
+    expect(first.blackboard.doc.getMap(BLACKBOARD_MAP).get('early')).toBe(1);
     await first.blackboard.flushed();
     expect(registry.openLife('u', 's')).toBe('');
     await registry.close();

@@ -5,7 +5,8 @@
  * loads counts in the calling thread, with the same numbers. The class of
  * bug this guards: a count from another encoding, a method wired to the
  * wrong one (count vs countEach vs measureEach), and a close() that leaves
- * the loaded counter, or one still loading, usable.
+ * the loaded counter, or one still loading, usable; a failed load of its
+ * code that is not a TabulaError, or that is never tried again.
  */
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../../../src/core/message.js';
@@ -13,7 +14,7 @@ import type { TokenMeasure } from '../../../src/core/tokens.js';
 import { lazyWorkerCounter, type OwnedTokenCounter } from '../../../src/store/default-counter.js';
 import { createTokenCounter } from '../../../src/tokens/counter.js';
 
-/** Texts no counter here has counted yet: a count of cached texts is answered from the cache, even after close(). */
+/** Texts no counter here has counted yet, so a refusal after close() is not the cache's doing. */
 const fresh = (tag: string): Message[] => [{ role: 'user', content: `not counted before: ${tag}` }];
 
 /** The counter's optional methods, which this counter has. */
@@ -72,5 +73,28 @@ describe('the default token counter', () => {
     const unused = lazyWorkerCounter();
     unused.close();
     await expect(countEach(unused, messages)).rejects.toMatchObject({ code: 'storage/closed' });
+  });
+
+  it('a failed load of its code (a chunk fetch offline) is storage/failed, and the next count loads it again', { timeout: 60_000 }, async () => {
+    const cause = new Error('chunk fetch failed');
+    let loads = 0;
+    const lazy = lazyWorkerCounter(async () => {
+      loads += 1;
+      if (loads === 1) throw cause;
+      return import('../../../src/tokens/counter.js');
+    });
+    try {
+      await expect(lazy.count(messages)).rejects.toMatchObject({
+        code: 'storage/failed',
+        message: 'Could not load the token counter code; check that the bundle serves its lazy chunk. The next count tries again.',
+        cause,
+      });
+      const reference = createTokenCounter({ encoding: 'o200k_base', worker: 'none' });
+      expect(await lazy.count(messages)).toBe(await reference.count(messages));
+      reference.close();
+      expect(loads).toBe(2);
+    } finally {
+      lazy.close();
+    }
   });
 });

@@ -1,6 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import * as o200k from 'gpt-tokenizer/encoding/o200k_base';
 import { MESSAGE_OVERHEAD_TOKENS, createTokenCounter, messageTokenText, type Message } from '../../../src/index.js';
+import { IN_THREAD_ENCODINGS } from '../../../src/tokens/in-thread-encodings.js';
 import { freshTabula, uniqueName } from '../store/helpers.js';
 import { SAMPLES } from './samples.js';
 
@@ -51,6 +52,30 @@ describe('createTokenCounter (Node: no Worker, so in-thread)', () => {
     const counter = createTokenCounter({ worker: 'none' });
     counter.close();
     await expect(counter.countText('x')).rejects.toMatchObject({ code: 'storage/closed' });
+  });
+
+  it('a failed load of the encoding into this thread (a chunk fetch offline) is storage/failed, and the next count loads it again', async () => {
+    const cause = new Error('chunk fetch failed');
+    const load = vi.spyOn(IN_THREAD_ENCODINGS, 'o200k_base').mockRejectedValueOnce(cause);
+    const counter = createTokenCounter({ worker: 'none' });
+    try {
+      await expect(counter.countText('hello world')).rejects.toMatchObject({
+        code: 'storage/failed',
+        message: 'Could not load the o200k_base encoding into this thread; check that the bundle serves its chunk. The next count tries again.',
+        cause,
+      });
+      expect(counter.stats()).toEqual({ counted: 0, cached: 0, estimated: 0 });
+      expect(await counter.countText('hello world')).toBe(2);
+      expect(load).toHaveBeenCalledTimes(2);
+      // Closing after a failed load leaves nothing unhandled either (Vitest fails the run on one).
+      const closedEarly = createTokenCounter({ worker: 'none' });
+      load.mockRejectedValueOnce(cause);
+      await expect(closedEarly.ready).rejects.toMatchObject({ code: 'storage/failed' });
+      closedEarly.close();
+    } finally {
+      load.mockRestore();
+      counter.close();
+    }
   });
 
   it('after close(), a text it has counted before is refused too, not answered from the cache', async () => {
