@@ -265,6 +265,8 @@ describe('lazy registry: destroy, prune and close around the load', () => {
     const first = registry.acquire('u', 's');
     first.blackboard.set('early', 1);
     const dropped = registry.acquire('u', 't');
+    // One promise per attempt, whoever reads it (React's use() needs the same promise on every render).
+    expect(first.blackboard.whenLoaded).toBe(first.blackboard.whenLoaded);
     await expect(first.blackboard.whenLoaded).rejects.toMatchObject({ code: 'storage/failed' });
     expect(errors.map((e) => [e.code, e.message, e.cause])).toEqual([
       ['storage/failed', 'Could not load the blackboard code (Yjs); check that the bundle serves its lazy chunk.', cause],
@@ -276,6 +278,7 @@ describe('lazy registry: destroy, prune and close around the load', () => {
     fail = false;
     // Read again once the chunk is served: it loads, and the write made before is in the Y.Doc.
     await first.blackboard.whenLoaded;
+    expect(first.blackboard.whenLoaded).toBe(first.blackboard.whenLoaded);
     expect(first.blackboard.doc.getMap(BLACKBOARD_MAP).get('early')).toBe(1);
     await first.blackboard.flushed();
     expect(registry.openLife('u', 's')).toBe('');
