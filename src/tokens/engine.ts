@@ -100,8 +100,10 @@ export function createEngineHost(loaders: EncodingLoaders): EngineHost {
     let ready = loaded.get(encoding);
     if (!ready) {
       const load = loaders[encoding];
-      ready = load ? load().then(counterOf) : Promise.reject(new Error(`This token worker does not hold the encoding ${encoding}.`));
-      loaded.set(encoding, ready);
+      const loading = load ? load().then(counterOf) : Promise.reject(new Error(`This token worker does not hold the encoding ${encoding}.`));
+      // A failed load (a chunk fetch offline) is not kept: the next request loads again.
+      loading.catch(() => loaded.delete(encoding));
+      loaded.set(encoding, (ready = loading));
     }
     return ready;
   };

@@ -179,6 +179,21 @@ describe('counting engine', () => {
     expect(loads).toBe(1);
   });
 
+  it('a failed load of an encoding is not kept: the next request loads it again', async () => {
+    let loads = 0;
+    const host = createEngineHost({
+      o200k_base: () => {
+        loads += 1;
+        return loads === 1 ? Promise.reject(new Error('chunk fetch failed')) : import('gpt-tokenizer/encoding/o200k_base');
+      },
+    });
+    const engine = host.connect();
+    await expect(engine.countTexts('o200k_base', ['hello world'])).rejects.toThrow('chunk fetch failed');
+    expect(await engine.countTexts('o200k_base', ['hello world'])).toEqual([2]);
+    await engine.load('o200k_base');
+    expect(loads).toBe(2);
+  });
+
   it('an encoding module without the internals the fast path reads is counted whole by its own countTokens, special tokens as text', async () => {
     const engine = createEngine({ o200k_base: () => Promise.resolve({ countTokens: o200k.countTokens }) });
     const texts = Object.values(SAMPLES);
