@@ -105,7 +105,7 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
     async clear() {
       await write('clear', async (tx) => {
         tx.existing(life);
-        for (const row of await scopeRows()) if (!row.deleted) await tx.emit('memory.delete', { scope, key: row.key });
+        for (const row of liveOf(await scopeRows())) await tx.emit('memory.delete', { scope, key: row.key });
       });
     },
     async transact(fn) {
