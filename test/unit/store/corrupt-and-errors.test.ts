@@ -3,7 +3,7 @@ import { isTabulaError } from '../../../src/index.js';
 import { mapStorageError } from '../../../src/store/errors.js';
 import { applyOps } from '../../../src/store/apply.js';
 import { createDb, sessionTables } from '../../../src/store/schema.js';
-import { freshTabula, rawPut } from './helpers.js';
+import { corruptMessage, freshTabula, rawPut } from './helpers.js';
 import { append, at, create, memorySet, prefix, replica, save, SESSION, USER } from './replicas.js';
 
 describe('corrupt rows', () => {
@@ -14,15 +14,7 @@ describe('corrupt rows', () => {
     const other = await tabula.session('other');
     await other.append({ role: 'user', content: 'fine' });
     // Corrupt the first message; a newer good one follows it.
-    await rawPut(tabula.dbName, 'messages', {
-      id: first!.id,
-      userId: 'anonymous',
-      sessionId: 's',
-      order: first!.order,
-      createdAt: 1,
-      status: 'complete',
-      message: { role: 'user', content: 42 },
-    });
+    await corruptMessage(tabula.dbName, first!);
     await session.append({ role: 'assistant', content: 'later' });
 
     try {

@@ -72,6 +72,19 @@ export function rawPut(dbName: string, store: string, row: unknown): Promise<voi
   });
 }
 
+/** Overwrites a stored message of session "s" (anonymous user) with one whose content is a number, as foreign code could. */
+export function corruptMessage(dbName: string, stored: { id: string; order: string }): Promise<void> {
+  return rawPut(dbName, 'messages', {
+    id: stored.id,
+    userId: 'anonymous',
+    sessionId: 's',
+    order: stored.order,
+    createdAt: 1,
+    status: 'complete',
+    message: { role: 'user', content: 42 },
+  });
+}
+
 /** Resolves at the next change of `session` that applied an op of `kind` (a stream's flush: 'message.update'), then stops listening. */
 export function nextChange(session: Session, kind: OpKind): Promise<void> {
   return new Promise((resolve) => {

@@ -19,7 +19,7 @@ import {
   userSessionRows,
   type SessionRow,
 } from '../../../src/store/schema.js';
-import { freshTabula, rawPut, uniqueName } from './helpers.js';
+import { corruptMessage, freshTabula, uniqueName } from './helpers.js';
 
 /** Sessions whose ids would run together if a key joined them naively (a prefix of another, separators, quotes). */
 const SESSIONS: Array<[string, string]> = [
@@ -101,15 +101,7 @@ describe('a corrupt row', () => {
     const tabula = await freshTabula();
     const session = await tabula.session('s');
     const [first] = await session.append({ role: 'user', content: 'good' });
-    await rawPut(tabula.dbName, 'messages', {
-      id: first!.id,
-      userId: 'anonymous',
-      sessionId: 's',
-      order: first!.order,
-      createdAt: 1,
-      status: 'complete',
-      message: { role: 'user', content: 42 },
-    });
+    await corruptMessage(tabula.dbName, first!);
     const error: unknown = await session.messages().then(
       () => null,
       (reason: unknown) => reason,
