@@ -11,14 +11,33 @@
 import * as z from 'zod/mini';
 import { TabulaError, describeIssues } from './errors.js';
 import { ORDER_KEY } from './hlc.js';
-import { ID_MAX_LENGTH, nameSchema } from './names.js';
-import { JsonValueSchema, type JsonValue } from './json.js';
+import { ID_MAX_LENGTH, KEY_MAX_LENGTH, findNameProblem, nameSchema } from './names.js';
+import { JsonValueSchema, findKeyProblem, type JsonValue } from './json.js';
 import { MessageSchema } from './message.js';
 import { safeParse } from './validation.js';
 
 /** A stored row's order key (an op's order, or one with a `#index` suffix). */
 export const OrderKeySchema = z.string().check(z.regex(ORDER_KEY, 'expected an order key'));
 const IdSchema = z.string().check(z.minLength(1), z.maxLength(128));
+
+/**
+ * The session context of a state patch: a JSON object. Not `z.record`: zod builds a record's output
+ * without a `__proto__` key and reports nothing, so the server would acknowledge such a context and
+ * store it without that key. JsonValueSchema refuses `__proto__` (as the local API does) and passes
+ * the object through as it is.
+ */
+const ContextSchema = JsonValueSchema.check(
+  z.refine((value) => typeof value === 'object' && value !== null && !Array.isArray(value), 'expected an object of key → JSON value'),
+) as unknown as z.ZodMiniType<Record<string, JsonValue>>;
+
+/** A memory scope or key: the names `memory.set()` accepts (1–128 characters of valid Unicode), keys not `__proto__` (`findKeyProblem`). */
+const MemoryScopeSchema = nameSchema(KEY_MAX_LENGTH);
+const MemoryKeySchema = z.string().check(
+  z.superRefine((key, ctx) => {
+    const problem = findNameProblem(key, KEY_MAX_LENGTH) ?? findKeyProblem(key);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }),
+);
 
 /** The persisted form of a PrefixContext. */
 export const PrefixDataSchema = z.strictObject({
@@ -39,7 +58,7 @@ export const StateFieldsSchema = z.strictObject({
   plan: JsonValueSchema,
   permissions: JsonValueSchema,
   tools: z.array(z.string()),
-  context: z.record(z.string(), JsonValueSchema),
+  context: ContextSchema,
 });
 /** The state fields of a session: everything `save()` writes. */
 export interface StateFields {
@@ -96,8 +115,8 @@ const bodies = {
   // same entries whatever arrives when; commits without it (older data) count entries instead.
   'journal.commit': z.strictObject({ watermark: z.number().check(z.int(), z.nonnegative()), through: z.optional(z.string().check(z.maxLength(128))) }),
   'note.add': z.strictObject({ text: z.string().check(z.maxLength(500)), runId: z.nullable(z.string()), scope: z.nullable(z.string()), at: z.number() }),
-  'memory.set': z.strictObject({ scope: z.string().check(z.minLength(1)), key: z.string().check(z.minLength(1), z.maxLength(128)), value: JsonValueSchema }),
-  'memory.delete': z.strictObject({ scope: z.string().check(z.minLength(1)), key: z.string().check(z.minLength(1), z.maxLength(128)) }),
+  'memory.set': z.strictObject({ scope: MemoryScopeSchema, key: MemoryKeySchema, value: JsonValueSchema }),
+  'memory.delete': z.strictObject({ scope: MemoryScopeSchema, key: MemoryKeySchema }),
   'checkpoint.create': z.strictObject({ id: IdSchema, label: z.nullable(z.string()), at: z.number(), snapshot: CheckpointSnapshotSchema }),
   'checkpoint.restore': z.strictObject({ id: IdSchema, version: z.number().check(z.int(), z.positive()) }),
   // Removes one message for good: a tombstone keeps a replayed or late append of that id from bringing it back.
