@@ -4,6 +4,8 @@
  * file, every acknowledged push is there exactly once, nothing is there twice,
  * and each client goes on from the lastSeq it last saw acknowledged (re-sending
  * the push that was in flight, which the server takes or ignores by seq).
+ * A SIGKILL leaves the kernel's page cache intact, so this proves the
+ * transactions, not the disk: durability.test.ts proves the fsyncs.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -19,7 +19,8 @@ afterAll(() => {
   if (bundled) rmSync(bundled, { force: true });
 });
 
-function cliBundle(): string {
+/** The CLI bundled once per test file (for tests that spawn it themselves, e.g. under strace). */
+export function cliBundle(): string {
   if (bundled) return bundled;
   mkdirSync(`${root}test/.tmp`, { recursive: true });
   const outfile = `${root}test/.tmp/tabula-server-${process.pid}-${Date.now()}.mjs`;
