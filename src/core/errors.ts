@@ -37,6 +37,8 @@ export type ErrorCode =
   | 'sync/gap'
   | 'sync/too-large'
   | 'sync/not-found'
+  | 'sync/rate-limited'
+  | 'sync/timeout'
   | 'sync/offline'
   | 'sync/failed'
   | 'server/driver-missing';

@@ -8,29 +8,41 @@
  */
 import { parseArgs } from 'node:util';
 import { isTabulaError } from '../core/errors.js';
-import type { SyncAuth } from './auth.js';
+import { DEFAULT_SYNC_LIMITS as LIMITS } from '../sync/protocol.js';
+import { createVerifier, type SyncAuth } from './auth.js';
 import { postgresStore } from './postgres-store.js';
 import { createSyncServer } from './server.js';
 import { sqliteStore } from './sqlite-store.js';
 
+/** `bytes` as the help shows it: 1 MiB, 256 KiB. */
+function size(bytes: number): string {
+  return bytes % 1048576 === 0 ? `${bytes / 1048576} MiB` : bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} bytes`;
+}
 const HELP = `Usage: tabula-server [options]
 
 Runs the Tabula sync server.
 
 Options:
-  --port <n>          Port to listen on; 0 picks a free one.        (default 8787)
+  --port <n>          Port to listen on (0–65535); 0 picks a free one. (default 8787)
   --host <address>    Address to bind; 0.0.0.0 to accept from others. (default 127.0.0.1)
   --db <path>         SQLite file, created if missing.             (default ./tabula.db)
   --postgres <url>    Use PostgreSQL instead of SQLite, e.g. postgres://user:pw@host/db.
                       Run several servers on one database behind a load balancer.
   --jwks-url <url>    Verify tokens with your identity provider's JSON Web Key Set.
+  --audience <aud>    With --jwks-url, required: the "aud" of your provider's tokens for this app.
   --issuer <iss>      With --jwks-url: the required "iss" claim.
-  --audience <aud>    With --jwks-url: the required "aud" claim.
   --cors <origin>     Allow browser pages from this origin (repeat for several).
   -h, --help          Show this help.
 
-Authentication: set TABULA_JWT_SECRET (at least 32 bytes) to accept HS256 tokens signed
-with it, or pass --jwks-url. The user is the token's "sub" claim.
+Authentication: set TABULA_JWT_SECRET to 32 or more random bytes (openssl rand -base64 32)
+to accept HS256 tokens signed with it, or pass --jwks-url and --audience. Tokens must carry
+"exp"; the user is their "sub" claim.
+
+Limits (createSyncServer({ limits }) sets others from code):
+  request body        ${size(LIMITS.maxBodyBytes)}, in at most ${LIMITS.bodyTimeoutMs / 1000} s (else 408); a push ${LIMITS.maxPushItems} items, a board update ${size(LIMITS.maxUpdateBytes)}
+  pull                ${LIMITS.maxPullItems} items a page
+  event streams       ${LIMITS.maxStreamsPerUser} per user on this server (else 429); a stream ends when its token
+                      expires, or when ${size(LIMITS.maxStreamQueueBytes)} of events wait for a reader that is not reading
 
 Stop with Ctrl-C or SIGTERM: running requests finish before the store closes.
 `;
@@ -64,17 +76,33 @@ async function main(): Promise<void> {
     process.stdout.write(HELP);
     return;
   }
+  // Number() would read '', ' 80', '0x50' and '1e3' as ports, and '' as 0, a random one.
+  if (!/^\d{1,5}$/.test(values.port) || Number(values.port) > 65535) fail(`--port must be a decimal port number from 0 to 65535, got "${values.port}".`);
   const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be a port number, got "${values.port}".`);
 
   let auth: SyncAuth;
   const secret = process.env.TABULA_JWT_SECRET;
-  if (values['jwks-url'] !== undefined) {
-    auth = { jwksUrl: values['jwks-url'], ...(values.issuer ? { issuer: values.issuer } : {}), ...(values.audience ? { audience: values.audience } : {}) };
+  const jwksUrl = values['jwks-url'];
+  if (jwksUrl === undefined) {
+    // Left to stand, they would look like a check the server does not make.
+    for (const flag of ['issuer', 'audience'] as const) {
+      if (values[flag] !== undefined) fail(`--${flag} applies only with --jwks-url (it checks your identity provider's tokens); pass --jwks-url too, or leave --${flag} out.`);
+    }
+  }
+  if (jwksUrl !== undefined) {
+    if (!values.audience) fail('--audience is required with --jwks-url: without it the server would accept tokens your identity provider minted for any of its apps.');
+    auth = { jwksUrl, audience: values.audience, ...(values.issuer ? { issuer: values.issuer } : {}) };
   } else if (secret) {
     auth = { secret };
   } else {
     fail('no way to check tokens: set TABULA_JWT_SECRET or pass --jwks-url.');
+  }
+  // Checked before the store opens: a refused secret must not leave a database file behind.
+  try {
+    createVerifier(auth);
+  } catch (error) {
+    if (isTabulaError(error, 'argument/invalid')) fail(error.message.replace('auth.secret', 'TABULA_JWT_SECRET'));
+    throw error;
   }
 
   const store = values.postgres !== undefined ? postgresStore(values.postgres) : sqliteStore(values.db);

@@ -10,7 +10,7 @@
  */
 export { createSyncServer } from './server.js';
 export type { ListeningServer, SyncServer, SyncServerOptions } from './server.js';
-export type { SyncAuth } from './auth.js';
+export type { SyncAuth, VerifiedUser } from './auth.js';
 export { sqliteStore } from './sqlite-store.js';
 export { postgresStore } from './postgres-store.js';
 export type { PgPoolLike, PostgresStoreOptions } from './postgres-store.js';

@@ -9,6 +9,12 @@
  * push and stores nothing. The answer goes out only after the store has
  * committed. Error responses name the field at fault and never carry data
  * of another user.
+ *
+ * Every resource a client can make it hold is bounded: a body by
+ * `maxBodyBytes` and `bodyTimeoutMs`, an event stream by its token's expiry,
+ * `maxStreamQueueBytes` of unread events and `maxStreamsPerUser` streams
+ * per user on this instance. The store's own work is bounded by the size
+ * limits, not by a timer: a push abandoned halfway could still commit.
  */
 import { serve } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
@@ -23,12 +29,13 @@ import {
   SYNC_PATHS,
   parseWire,
   type ErrorResponse,
+  type ExpiredEvent,
   type HealthResponse,
   type PushResponse,
   type SyncErrorCode,
   type SyncLimits,
 } from '../sync/protocol.js';
-import { bearerToken, createVerifier, type SyncAuth } from './auth.js';
+import { bearerToken, createVerifier, type SyncAuth, type VerifiedToken } from './auth.js';
 import { decodeBoardUpdate } from './board.js';
 import type { ServerStore, StorePokeItems, StorePushItem } from './store.js';
 
@@ -44,6 +51,15 @@ export interface SyncServerOptions {
   readonly cors?: { readonly origin: string | readonly string[] };
   /** Interval of the heartbeat comments on `/v1/events`, in ms. @default 15000 */
   readonly heartbeatMs?: number;
+  /**
+   * Whether a token the auth setting accepted has been revoked since (a signed-out session, a blocked
+   * user), asked before every request and at every heartbeat of an open event stream. True: the request
+   * gets 401 `sync/unauthorized`, and the stream sends `event: expired` with `{"reason":"revoked"}` and
+   * ends, so it outlives a revocation by at most `heartbeatMs`. Ask your session store, not this
+   * process's memory, so every instance agrees. It runs on every request: keep it fast. A throw answers
+   * the request with 500 and leaves a stream open (the next heartbeat asks again).
+   */
+  readonly isRevoked?: (token: string, userId: string) => boolean | Promise<boolean>;
 }
 
 /** A server bound to a port by {@link SyncServer.listen}. */
@@ -64,15 +80,47 @@ export interface SyncServer {
   close(): Promise<void>;
 }
 
-const STATUS: Record<SyncErrorCode, 400 | 401 | 403 | 404 | 409 | 413 | 500> = {
+const STATUS: Record<SyncErrorCode, 400 | 401 | 403 | 404 | 408 | 409 | 413 | 429 | 500> = {
   'schema/invalid': 400,
   'sync/unauthorized': 401,
   'sync/forbidden': 403,
   'sync/not-found': 404,
+  'sync/timeout': 408,
   'sync/gap': 409,
   'sync/too-large': 413,
+  'sync/rate-limited': 429,
   'storage/failed': 500,
 };
+
+/** The longest delay a timer honours (2^31 - 1 ms, about 24.8 days); a longer one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Calls `fn` at `timeMs` (ms since the epoch), however far ahead; returns the canceller. */
+function at(timeMs: number, fn: () => void): () => void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const arm = (): void => {
+    const wait = timeMs - Date.now();
+    if (wait <= 0) return fn();
+    timer = setTimeout(arm, Math.min(wait, MAX_TIMER_MS));
+  };
+  arm();
+  return () => clearTimeout(timer);
+}
+
+const LIMIT_NAMES = ['maxBodyBytes', 'maxPushItems', 'maxUpdateBytes', 'maxPullItems', 'bodyTimeoutMs', 'maxStreamQueueBytes', 'maxStreamsPerUser'] as const;
+
+/** The limits with `overrides` applied; throws `argument/invalid` naming a limit that is not a positive integer. */
+function limitsOf(overrides: Partial<SyncLimits> = {}): SyncLimits {
+  const limits: SyncLimits = { ...DEFAULT_SYNC_LIMITS, ...overrides };
+  for (const name of LIMIT_NAMES) {
+    const value: unknown = limits[name];
+    // A NaN or 0 limit would refuse everything, or (as a timer's delay) nothing at all.
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || (name === 'bodyTimeoutMs' && value > MAX_TIMER_MS)) {
+      throw new TabulaError('argument/invalid', `limits.${name} must be a positive integer${name === 'bodyTimeoutMs' ? ` of ms up to ${MAX_TIMER_MS}` : ''}, got ${String(value)}; leave it out for ${DEFAULT_SYNC_LIMITS[name]}.`);
+    }
+  }
+  return limits;
+}
 
 function errorBody(code: SyncErrorCode, message: string, extra: { lastSeq?: number } = {}): ErrorResponse {
   return { error: { code, message, ...extra } };
@@ -90,37 +138,61 @@ function toErrorResponse(c: Context, error: unknown): Response {
 }
 
 /**
- * Reads a body of at most `maxBytes` without buffering more than that. A
- * body with `Content-Length` is read in one go (the HTTP parser delivers no
- * more than it declares; @hono/node-server then reads it straight from the
- * socket, without a web stream) and its size checked again; a chunked body
- * is counted as it comes and cut off past the limit.
+ * Reads a body of at most `maxBytes` within `timeoutMs` without buffering
+ * more than that. A body with `Content-Length` is read in one go (the HTTP
+ * parser delivers no more than it declares; @hono/node-server then reads it
+ * straight from the socket, without a web stream) and its size checked
+ * again; a chunked body is counted as it comes and cut off past the limit.
+ * A body still arriving at the deadline is refused with 408: it would hold
+ * a connection and up to `maxBytes` of memory for as long as its sender
+ * likes. Either way nothing reaches the store.
  */
-async function readJson(request: Request, maxBytes: number): Promise<unknown> {
+async function readBody(request: Request, maxBytes: number, timeoutMs: number): Promise<unknown> {
   const tooLarge = (): TabulaError => new TabulaError('sync/too-large', `The request body is over the ${maxBytes}-byte limit; split the push.`);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new TabulaError('sync/timeout', `The request body did not arrive within ${timeoutMs} ms; nothing of it was stored. Retry (a smaller push on a slow connection).`)),
+      timeoutMs,
+    );
+  });
   const declared = request.headers.get('content-length');
   let bytes: Buffer;
-  if (declared !== null && /^\d+$/.test(declared)) {
-    if (Number(declared) > maxBytes) throw tooLarge();
-    bytes = Buffer.from(await request.arrayBuffer());
-    if (bytes.byteLength > maxBytes) throw tooLarge();
-  } else {
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    if (request.body) {
-      const reader = request.body.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        size += value.byteLength;
-        if (size > maxBytes) {
-          await reader.cancel();
-          throw tooLarge();
+  try {
+    if (declared !== null && /^\d+$/.test(declared)) {
+      if (Number(declared) > maxBytes) throw tooLarge();
+      const reading = request.arrayBuffer();
+      // Past the deadline nobody awaits it; the host ends it with the connection.
+      reading.catch(() => undefined);
+      bytes = Buffer.from(await Promise.race([reading, deadline]));
+      if (bytes.byteLength > maxBytes) throw tooLarge();
+    } else {
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      if (request.body) {
+        const reader = request.body.getReader();
+        for (;;) {
+          let chunk: ReadableStreamReadResult<Uint8Array>;
+          try {
+            chunk = await Promise.race([reader.read(), deadline]);
+          } catch (error) {
+            await reader.cancel().catch(() => undefined);
+            throw error;
+          }
+          const { done, value } = chunk;
+          if (done) break;
+          size += value.byteLength;
+          if (size > maxBytes) {
+            await reader.cancel();
+            throw tooLarge();
+          }
+          chunks.push(value);
         }
-        chunks.push(value);
       }
+      bytes = Buffer.concat(chunks);
     }
-    bytes = Buffer.concat(chunks);
+  } finally {
+    clearTimeout(timer);
   }
   try {
     return JSON.parse(bytes.toString('utf8')) as unknown;
@@ -131,14 +203,24 @@ async function readJson(request: Request, maxBytes: number): Promise<unknown> {
 
 /** Creates a sync server over `store`. Nothing listens until {@link SyncServer.listen}. */
 export function createSyncServer(options: SyncServerOptions): SyncServer {
-  const { store } = options;
-  const limits: SyncLimits = { ...DEFAULT_SYNC_LIMITS, ...options.limits };
+  const { store, isRevoked } = options;
+  const limits = limitsOf(options.limits);
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const verify = createVerifier(options.auth);
   const streams = new Set<() => void>();
+  /** Open event streams per user, for `maxStreamsPerUser`. */
+  const streamsOfUser = new Map<string, number>();
   const listening = new Set<ListeningServer>();
+  const readJson = (request: Request, maxBytes: number): Promise<unknown> => readBody(request, maxBytes, limits.bodyTimeoutMs);
 
-  const userOf = (c: Context): Promise<string> => verify(bearerToken(c.req.header('authorization')));
+  /** The request's token, checked and not revoked. */
+  const authorize = async (c: Context): Promise<VerifiedToken & { readonly token: string }> => {
+    const token = bearerToken(c.req.header('authorization'));
+    const verified = await verify(token);
+    if (isRevoked && (await isRevoked(token, verified.userId))) throw new TabulaError('sync/unauthorized', 'The token was revoked; sign in again for a new one.');
+    return { ...verified, token };
+  };
+  const userOf = async (c: Context): Promise<string> => (await authorize(c)).userId;
 
   const app = new Hono();
   if (options.cors) {
@@ -210,25 +292,49 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
   });
 
   app.get(SYNC_PATHS.events, async (c) => {
-    const userId = await userOf(c);
+    const { token, userId, expiresAtMs } = await authorize(c);
+    const headers = { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache, no-transform', 'X-Accel-Buffering': 'no' };
+    // Hono answers HEAD with this handler and drops the body unread: a stream made for it would
+    // subscribe, beat and queue every poke for good.
+    if (c.req.method === 'HEAD') return new Response(null, { headers });
+    const held = streamsOfUser.get(userId) ?? 0;
+    if (held >= limits.maxStreamsPerUser) {
+      throw new TabulaError('sync/rate-limited', `This user already has ${held} event streams open on this server, the most it allows; retry once one has closed (a profile needs one, from its leading tab).`);
+    }
+    streamsOfUser.set(userId, held + 1);
     const encoder = new TextEncoder();
     let open = true;
     let release = (): void => {};
     let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
-    // Ends the stream from either side (client gone, server closing); safe to call at any point of setup.
-    const end = (): void => {
+    // Ends the stream from either side (client gone, server closing, token expired, reader too slow);
+    // safe to call at any point of setup. An error drops what is queued at once, where close() would
+    // keep it for a reader that is not reading.
+    const end = (error?: TabulaError): void => {
       if (!open) return;
       open = false;
       release();
       streams.delete(end);
+      const left = (streamsOfUser.get(userId) ?? 1) - 1;
+      if (left === 0) streamsOfUser.delete(userId);
+      else streamsOfUser.set(userId, left);
       try {
-        controller?.close();
+        if (error) controller?.error(error);
+        else controller?.close();
       } catch {
         // Already closed by the client going away.
       }
     };
     const send = (text: string): void => {
-      if (open) controller?.enqueue(encoder.encode(text));
+      if (!open || !controller) return;
+      const bytes = encoder.encode(text);
+      // The strategy counts bytes: desiredSize is the limit less what waits for the reader. One event
+      // always fits an empty queue; a reader this far behind is cut off rather than buffered for, and
+      // the client's reconnect pulls what it missed.
+      const room = controller.desiredSize ?? 0;
+      if (room < limits.maxStreamQueueBytes && bytes.byteLength > room) {
+        return end(new TabulaError('sync/too-large', `The event stream's reader fell more than ${limits.maxStreamQueueBytes} bytes behind; reconnect and pull.`));
+      }
+      controller.enqueue(bytes);
     };
     // A poke names the new head; with the push's items (the store's choice: few and small), also the
     // cursor they continue (null for the start of the log, as a pull of `cursor: null` reads from there).
@@ -236,29 +342,62 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
       const items = appended ? `,"after":${appended.after === 0 ? 'null' : `"${appended.after}"`},"items":[${appended.items.map((item) => item.json).join(',')}]` : '';
       send(`event: poke\ndata: {"cursor":"${head}"${items}}\n\n`);
     };
-    const body = new ReadableStream<Uint8Array>({
-      async start(streamController) {
-        controller = streamController;
-        streams.add(end);
-        const unsubscribe = await store.subscribe(userId, poke);
-        // Comments keep proxies and load balancers from closing an idle stream.
-        const heartbeat = setInterval(() => send(': heartbeat\n\n'), heartbeatMs);
-        release = () => {
-          clearInterval(heartbeat);
-          unsubscribe();
-        };
-        // Cancelled while subscribing: undo what was just set up.
-        if (!open) return release();
-        // A first poke at once: pokes sent while the client was disconnected are lost, so it pulls now.
-        poke(await store.head(userId));
+    // The last event of a stream whose token is no longer accepted: the client reconnects with a fresh one.
+    const expire = (reason: ExpiredEvent['reason']): void => {
+      send(`event: expired\ndata: {"reason":"${reason}"}\n\n`);
+      end();
+    };
+    let asking = false;
+    const beat = (): void => {
+      // Comments keep proxies and load balancers from closing an idle stream.
+      send(': heartbeat\n\n');
+      if (!isRevoked || asking) return;
+      asking = true;
+      Promise.resolve()
+        .then(() => isRevoked(token, userId))
+        .then(
+          (revoked) => {
+            if (revoked) expire('revoked');
+          },
+          (error: unknown) => console.error('tabula-server: isRevoked failed; the event stream stays open', error),
+        )
+        .finally(() => {
+          asking = false;
+        });
+    };
+    const body = new ReadableStream<Uint8Array>(
+      {
+        async start(streamController) {
+          controller = streamController;
+          streams.add(end);
+          // Pokes carry op content: none may reach a client after its token stopped being accepted.
+          const stopExpiry = expiresAtMs === null ? () => {} : at(expiresAtMs, () => expire('expired'));
+          release = stopExpiry;
+          try {
+            const unsubscribe = await store.subscribe(userId, poke);
+            const heartbeat = setInterval(beat, heartbeatMs);
+            release = () => {
+              stopExpiry();
+              clearInterval(heartbeat);
+              unsubscribe();
+            };
+            // Ended while subscribing: undo what was just set up.
+            if (!open) return release();
+            // A first poke at once: pokes sent while the client was disconnected are lost, so it pulls now.
+            poke(await store.head(userId));
+          } catch (error) {
+            // Ended, not left open: an open stream that never subscribed would hold its user's count for good.
+            if (!isTabulaError(error, 'storage/closed')) console.error('tabula-server: event stream failed', error);
+            end(new TabulaError('storage/failed', 'The event stream failed; reconnect.', { cause: error }));
+          }
+        },
+        cancel() {
+          end();
+        },
       },
-      cancel() {
-        end();
-      },
-    });
-    return new Response(body, {
-      headers: { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache, no-transform', 'X-Accel-Buffering': 'no' },
-    });
+      { highWaterMark: limits.maxStreamQueueBytes, size: (chunk) => chunk.byteLength },
+    );
+    return new Response(body, { headers });
   });
 
   const closeStreams = (): void => {

@@ -56,6 +56,11 @@ const CLIENT_KEY = 'sync:clientId';
 /** Stays under the server's default body limit with room for the envelope. */
 const PUSH_BYTES = DEFAULT_SYNC_LIMITS.maxBodyBytes - 64 * 1024;
 const MAX_BACKOFF_MS = 60_000;
+/** The codes of a server that did nothing and asks to be asked again later, by their HTTP status. */
+const RETRY_LATER_STATUS: Readonly<Record<number, TabulaError['code']>> = { 408: 'sync/timeout', 429: 'sync/rate-limited' };
+const RETRY_LATER: ReadonlySet<string> = new Set(Object.values(RETRY_LATER_STATUS));
+/** The longest wait before reconnecting a stream that ended because its token expired. */
+const EXPIRED_RECONNECT_MS = 1000;
 /** The shortest poll interval httpSync accepts: faster would be a request storm, not a poll. */
 const MIN_POLL_MS = 100;
 /** The longest delay a timer honours (2^31 - 1 ms, about 24.8 days). */
@@ -425,7 +430,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     if (error instanceof HttpFailure) {
       const parsed = safeParse(ErrorResponseSchema, error.body);
       const message = parsed.success ? parsed.data.error.message : `HTTP ${error.status}`;
-      const code = error.status === 401 ? 'sync/unauthorized' : parsed.success ? parsed.data.error.code : 'sync/failed';
+      const code = error.status === 401 ? 'sync/unauthorized' : parsed.success ? parsed.data.error.code : (RETRY_LATER_STATUS[error.status] ?? 'sync/failed');
       return new TabulaError(code, `The sync server refused the request: ${message}`);
     }
     return new TabulaError('sync/offline', 'The sync server is unreachable; local writes are queued and sync resumes by itself.', { cause: error });
@@ -448,7 +453,8 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       } catch (error) {
         failures += 1;
         const failure = toError(error);
-        const state = failure.code === 'sync/unauthorized' ? 'unauthorized' : failure.code === 'sync/offline' ? 'offline' : 'error';
+        // Refusals that mean "not now" (too many streams, a body too slow) are retried like an outage, not reported.
+        const state = failure.code === 'sync/unauthorized' ? 'unauthorized' : failure.code === 'sync/offline' || RETRY_LATER.has(failure.code) ? 'offline' : 'error';
         if (state === 'unauthorized') token = null;
         if (!closed) setStatus({ state, pending: await countPending().catch(() => status.pending), error: failure });
         if (state === 'error') host.onError(failure);
@@ -523,6 +529,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   const listen = async (): Promise<void> => {
     let streamFailures = 0;
     while (!closed) {
+      let expired = false;
       try {
         const response = await doFetch(`${base}${SYNC_PATHS.events}`, {
           headers: { accept: 'text/event-stream', authorization: `Bearer ${await currentToken(false)}` },
@@ -541,10 +548,19 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
           nudge();
         }
         // The server pokes once it has subscribed: from then on, pokes bring what others push.
-        await readPokes(response.body, closing.signal, (data) => {
-          streaming = true;
-          onPoke(data);
-        });
+        await readPokes(
+          response.body,
+          closing.signal,
+          (data) => {
+            streaming = true;
+            onPoke(data);
+          },
+          () => {
+            // The server stops accepting the token: the reconnect and the next cycle ask for a fresh one.
+            expired = true;
+            token = null;
+          },
+        );
       } catch {
         streamFailures += 1;
       } finally {
@@ -553,7 +569,8 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       if (closed) return;
       // The stream ended or failed: pokes may have been missed meanwhile.
       nudge();
-      await pause(backoff(pollMs, streamFailures), closing.signal);
+      // An expired stream ends by design: back soon, with a fresh token, rather than after a poll interval.
+      await pause(backoff(expired ? Math.min(pollMs, EXPIRED_RECONNECT_MS) : pollMs, streamFailures), closing.signal);
     }
   };
 

@@ -2,14 +2,16 @@
  * Reads the server's `/v1/events` stream with fetch (so the token travels
  * in the Authorization header, never in the URL) and calls `onPoke` for
  * each `poke` event with its data (the event's `data:` lines, joined as SSE
- * joins them). Heartbeat comments and other events are skipped.
+ * joins them), and `onExpired` for the `expired` event that ends a stream
+ * whose token is no longer accepted. Heartbeat comments and other events are
+ * skipped.
  */
 
 /**
  * Reads one open event stream until it ends (resolves) or `signal` aborts (cancels the stream, so a
  * fetch that does not end its body on abort, such as a server called in-process, cannot keep it open).
  */
-export async function readPokes(body: ReadableStream<Uint8Array>, signal: AbortSignal, onPoke: (data: string) => void): Promise<void> {
+export async function readPokes(body: ReadableStream<Uint8Array>, signal: AbortSignal, onPoke: (data: string) => void, onExpired: () => void = () => {}): Promise<void> {
   const reader = body.getReader();
   const cancel = () => void reader.cancel().catch(() => undefined);
   if (signal.aborted) cancel();
@@ -24,6 +26,7 @@ export async function readPokes(body: ReadableStream<Uint8Array>, signal: AbortS
       for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
         const block = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
+        if (/^event: ?expired$/m.test(block)) onExpired();
         if (!/^event: ?poke$/m.test(block)) continue;
         const data = block
           .split('\n')

@@ -11,7 +11,8 @@
  * ```
  * POST /v1/push  {clientId, items: [{seq, op} | {seq, board: {sessionId, update, after?}}]} → {lastSeq}
  * POST /v1/pull  {cursor, limit?} → {items: [{clientId, op} | {clientId, board}], cursor, more}
- * GET  /v1/events  text/event-stream of `poke` events ({cursor, after?, items?}) and `:` heartbeat comments
+ * GET  /v1/events  text/event-stream of `poke` events ({cursor, after?, items?}) and `:` heartbeat comments,
+ *                  ended by an `expired` event ({reason}) when the token stops being accepted
  * GET  /v1/health  {ok: true, protocol}
  * errors         {error: {code, message, lastSeq?}}
  * ```
@@ -43,6 +44,22 @@ export interface SyncLimits {
   readonly maxUpdateBytes: number;
   /** Most items one pull returns, whatever `limit` asks for. @default 1000 */
   readonly maxPullItems: number;
+  /**
+   * Longest a push or pull may take to deliver its body, in ms, counted from when the server starts
+   * reading it; a slower body gets 408 `sync/timeout` and nothing of it is stored. @default 60000 (60 s)
+   */
+  readonly bodyTimeoutMs: number;
+  /**
+   * Most bytes of events an event stream holds for a reader that does not keep up (a stalled
+   * connection). Past it the server ends the stream instead of buffering more; the client reconnects
+   * and pulls what it missed. @default 262144 (256 KiB)
+   */
+  readonly maxStreamQueueBytes: number;
+  /**
+   * Most event streams one user may hold open on one server instance (a profile's leading tab holds
+   * one); more get 429 `sync/rate-limited` until one closes. @default 8
+   */
+  readonly maxStreamsPerUser: number;
 }
 
 /** The limits a server uses unless told otherwise. */
@@ -51,6 +68,9 @@ export const DEFAULT_SYNC_LIMITS: SyncLimits = Object.freeze({
   maxPushItems: 1000,
   maxUpdateBytes: 512 * 1024,
   maxPullItems: 1000,
+  bodyTimeoutMs: 60_000,
+  maxStreamQueueBytes: 256 * 1024,
+  maxStreamsPerUser: 8,
 });
 
 /** A client's sequence number of a pushed item: 1, 2, 3… per (user, clientId). */
@@ -171,8 +191,29 @@ export const PokeEventSchema = z
   .strictObject({ cursor: CursorSchema, after: z.optional(z.nullable(CursorSchema)), items: z.optional(z.array(PullItemSchema).check(z.minLength(1))) })
   .check(z.refine((poke) => (poke.after === undefined) === (poke.items === undefined), 'a poke holds `after` and `items` together or neither')) as unknown as z.ZodMiniType<PokeEvent>;
 
-/** The codes a sync server answers with. */
-export type SyncErrorCode = 'sync/unauthorized' | 'sync/forbidden' | 'sync/gap' | 'sync/too-large' | 'sync/not-found' | 'schema/invalid' | 'storage/failed';
+/**
+ * The `data` of an `expired` event, the last event of a stream whose token stopped being accepted: its
+ * `exp` passed (`'expired'`) or the server's `isRevoked` check refused it (`'revoked'`). The server
+ * ends the stream after it; a client gets a fresh token and reconnects.
+ */
+export interface ExpiredEvent {
+  readonly reason: 'expired' | 'revoked';
+}
+
+/**
+ * The codes a sync server answers with. `sync/rate-limited` (429, too many event streams) and
+ * `sync/timeout` (408, a body too slow to arrive) mean: nothing was done, retry later.
+ */
+export type SyncErrorCode =
+  | 'sync/unauthorized'
+  | 'sync/forbidden'
+  | 'sync/gap'
+  | 'sync/too-large'
+  | 'sync/not-found'
+  | 'sync/rate-limited'
+  | 'sync/timeout'
+  | 'schema/invalid'
+  | 'storage/failed';
 
 /** Every error response: `{error: {code, message}}`; a `sync/gap` also says the server's `lastSeq`. */
 export interface ErrorResponse {
@@ -181,7 +222,7 @@ export interface ErrorResponse {
 /** The zod schema of an {@link ErrorResponse}. */
 export const ErrorResponseSchema: z.ZodMiniType<ErrorResponse> = z.object({
   error: z.object({
-    code: z.enum(['sync/unauthorized', 'sync/forbidden', 'sync/gap', 'sync/too-large', 'sync/not-found', 'schema/invalid', 'storage/failed']),
+    code: z.enum(['sync/unauthorized', 'sync/forbidden', 'sync/gap', 'sync/too-large', 'sync/not-found', 'sync/rate-limited', 'sync/timeout', 'schema/invalid', 'storage/failed']),
     message: z.string(),
     lastSeq: z.optional(z.number().check(z.int(), z.nonnegative())),
   }),

@@ -1,16 +1,17 @@
 /**
  * The `tabula-server` CLI as a real process: help, refusing to start without
- * a way to check tokens, serving /v1/health, stopping on SIGTERM with an
- * event stream open; and two processes on one PostgreSQL, where a push to
- * one pokes a listener on the other.
+ * a way to check tokens or with flags and secrets it would misread, serving
+ * /v1/health and the event stream's bounds, stopping on SIGTERM with event
+ * streams open; and two processes on one PostgreSQL, where a push to one
+ * pokes a listener on the other.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { PokeEventSchema, PullResponseSchema } from '../../src/sync/index.js';
+import { DEFAULT_SYNC_LIMITS, ErrorResponseSchema, PokeEventSchema, PullResponseSchema } from '../../src/sync/index.js';
 import { noteOp, sseReader, tokenFor, uniqueUser } from './helpers.js';
-import { runCli, startServerProcess } from './process.js';
+import { refusal, runCli, startServerProcess } from './process.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tabula-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -26,6 +27,34 @@ describe('tabula-server CLI', () => {
     expect(await run.exited).toBe(0);
     const help = run.lines.join('\n');
     for (const flag of ['--port', '--host', '--db', '--postgres', '--jwks-url', '--issuer', '--audience', '--cors', 'TABULA_JWT_SECRET']) expect(help).toContain(flag);
+    // Every limit, with its default.
+    const { maxPushItems, maxPullItems, bodyTimeoutMs, maxStreamsPerUser } = DEFAULT_SYNC_LIMITS;
+    for (const limit of ['1 MiB', `${maxPushItems} items`, '512 KiB', `${maxPullItems} items`, `${bodyTimeoutMs / 1000} s`, `${maxStreamsPerUser} per user`, '256 KiB', '"exp"']) expect(help).toContain(limit);
+  });
+
+  it('refuses --issuer or --audience without --jwks-url, and --jwks-url without --audience, with exit 2', async () => {
+    const db = ['--port', '0', '--db', path.join(dir, 'flags.db')];
+    const [issuer, audience, noAudience] = await Promise.all([
+      refusal([...db, '--issuer', 'https://id.example']),
+      refusal([...db, '--audience', 'tabula']),
+      refusal([...db, '--jwks-url', 'http://127.0.0.1:9/jwks.json']),
+    ]);
+    expect(issuer).toMatchObject({ code: 2, stderr: expect.stringContaining('--issuer applies only with --jwks-url') as string });
+    expect(audience).toMatchObject({ code: 2, stderr: expect.stringContaining('--audience applies only with --jwks-url') as string });
+    expect(noAudience).toMatchObject({ code: 2, stderr: expect.stringContaining('--audience is required with --jwks-url') as string });
+  });
+
+  it('refuses a guessable TABULA_JWT_SECRET with exit 2, saying how to make one, before creating the database', async () => {
+    const db = path.join(dir, 'weak.db');
+    const weak = await refusal(['--port', '0', '--db', db], { TABULA_JWT_SECRET: 'a'.repeat(32) });
+    expect(weak).toMatchObject({ code: 2, stderr: expect.stringContaining('openssl rand -base64 32') as string });
+    expect(weak.stderr).toContain('TABULA_JWT_SECRET');
+    expect(existsSync(db)).toBe(false);
+  });
+
+  it('takes only a plain decimal port from 0 to 65535', async () => {
+    const refused = await Promise.all(['', '0x0', '1e3', ' 80', '+80', '65536', '-1'].map((port) => refusal([`--port=${port}`, '--db', path.join(dir, 'port.db')])));
+    for (const run of refused) expect(run).toMatchObject({ code: 2, stderr: expect.stringContaining('--port must be a decimal port number from 0 to 65535') as string });
   });
 
   it('refuses to start without TABULA_JWT_SECRET or --jwks-url, and on an unknown flag', async () => {
@@ -45,6 +74,13 @@ describe('tabula-server CLI', () => {
     expect((await post(`${server.url}/v1/push`, { clientId: 'c', items: [{ seq: 1, op: noteOp(alice, 's', 1) }] }, token)).json).toEqual({ lastSeq: 1 });
     const events = sseReader(await fetch(`${server.url}/v1/events`, { headers: { authorization: `Bearer ${token}` } }));
     expect((await events.next()).event).toBe('poke');
+    // HEAD holds no stream; GETs do, up to the limit per user.
+    const head = await fetch(`${server.url}/v1/events`, { method: 'HEAD', headers: { authorization: `Bearer ${token}` } });
+    expect([head.status, head.headers.get('content-type')]).toEqual([200, 'text/event-stream']);
+    const more = await Promise.all(Array.from({ length: DEFAULT_SYNC_LIMITS.maxStreamsPerUser - 1 }, () => fetch(`${server.url}/v1/events`, { headers: { authorization: `Bearer ${token}` } })));
+    expect(more.map((response) => response.status)).toEqual(more.map(() => 200));
+    const refused = await fetch(`${server.url}/v1/events`, { headers: { authorization: `Bearer ${token}` } });
+    expect([refused.status, ErrorResponseSchema.parse(await refused.json()).error.code]).toEqual([429, 'sync/rate-limited']);
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
     expect(server.lines.join('\n')).toContain('stopped');

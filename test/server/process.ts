@@ -38,7 +38,7 @@ export interface ServerProcess {
   readonly exited: Promise<number | string>;
 }
 
-/** Spawns the CLI with `args` (no port flag: it adds `--port 0`). */
+/** Spawns the CLI with `args` as they are (startServerProcess adds `--port 0`). */
 export function runCli(args: readonly string[], env: Record<string, string | undefined> = { TABULA_JWT_SECRET: SECRET }): {
   child: ChildProcess;
   lines: string[];
@@ -72,4 +72,22 @@ export async function startServerProcess(args: readonly string[]): Promise<Serve
     void run.exited.then((code) => reject(new Error(`tabula-server exited (${code}) before listening: ${run.stderr()}`)));
   });
   return { child: run.child, url, lines: run.lines, exited: run.exited };
+}
+
+/**
+ * Runs the CLI with `args` expecting it to refuse them: resolves with its exit code and stderr, or
+ * with `'listening'` (after killing it) when it started serving instead, so a test of a refusal can
+ * never leave a server running.
+ */
+export async function refusal(args: readonly string[], env?: Record<string, string | undefined>): Promise<{ code: number | string; stderr: string }> {
+  const run = runCli(args, env);
+  const listening = new Promise<'listening'>((resolve) => {
+    run.child.stdout!.on('data', () => setImmediate(() => run.lines.some((line) => line.includes(' listening on ')) && resolve('listening')));
+  });
+  const code = await Promise.race([run.exited, listening]);
+  if (code === 'listening') {
+    run.child.kill('SIGKILL');
+    await run.exited;
+  }
+  return { code, stderr: run.stderr() };
 }

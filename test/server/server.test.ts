@@ -1,18 +1,20 @@
 /**
  * The sync server over HTTP, called through `server.fetch` (no port): auth
- * failures, ownership and isolation, the seq rules, paging, limits, malformed
- * bodies, concurrent clients, and the event stream. SQLite underneath; the
- * store's own guarantees are the contract suite's job.
+ * failures and auth settings, ownership and isolation, the seq rules,
+ * paging, limits, malformed bodies, concurrent clients, and the event
+ * stream. SQLite underneath (PostgreSQL where its driver changes what an id
+ * means); the store's own guarantees are the contract suite's job. The
+ * bounds on event streams and bodies are in bounds.test.ts.
  */
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { SignJWT, exportJWK } from 'jose';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createSyncServer, sqliteStore, type ServerStore, type SyncServer, type SyncServerOptions } from '../../src/server/index.js';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createSyncServer, postgresStore, sqliteStore, type ServerStore, type SyncServer, type SyncServerOptions } from '../../src/server/index.js';
 import { ErrorResponseSchema, PokeEventSchema, PullResponseSchema, type PullResponse } from '../../src/sync/index.js';
 import { SECRET, boardOf, boardWriter, call, noteOp, sseReader, tokenFor, uniqueUser } from './helpers.js';
 
@@ -99,6 +101,59 @@ describe('auth', () => {
     expect(() => createSyncServer({ store: sqliteStore(':memory:'), auth: { secret: 'short' } })).toThrow(expect.objectContaining({ code: 'argument/invalid' }));
   });
 
+  it('refuses a guessable secret, string or bytes, saying how to make one; takes random bytes and the tests’ secret', () => {
+    const store = sqliteStore(':memory:');
+    for (const secret of ['a'.repeat(32), 'password'.repeat(4), new Uint8Array(32).fill(7), new Uint8Array(64).map((_, i) => i % 3)]) {
+      expect(() => createSyncServer({ store, auth: { secret } })).toThrow(expect.objectContaining({ code: 'argument/invalid', message: expect.stringMatching(/auth\.secret.*openssl rand -base64 32/) as string }));
+    }
+    for (const secret of [SECRET, randomBytes(32), randomBytes(32).toString('base64'), randomBytes(32).toString('hex')]) expect(() => createSyncServer({ store, auth: { secret } })).not.toThrow();
+  });
+
+  it('refuses a token without `exp`: it would be valid forever', async () => {
+    const { server } = start();
+    const forever = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('alice').sign(new TextEncoder().encode(SECRET));
+    expect(expectError(await push(server, forever), 401, 'sync/unauthorized')).toMatch(/`exp`/);
+    const events = await server.fetch(new Request('http://t/v1/events', { headers: { authorization: `Bearer ${forever}` } }));
+    expect(events.status).toBe(401);
+  });
+
+  // PostgreSQL's driver encodes a lone surrogate as U+FFFD: 'X\uD800' and 'X\uFFFD' would be one user there.
+  it('refuses a `sub` that cannot be a user id (lone surrogate, NUL, over 256 characters) with 401 saying why, in every auth mode', async () => {
+    const { server } = start();
+    const cases: [string, RegExp][] = [
+      [`${uniqueUser()}\ud800`, /sub.*lone UTF-16 surrogate/],
+      [`\udc00${uniqueUser()}`, /sub.*lone UTF-16 surrogate/],
+      [`${uniqueUser()}\u0000`, /sub.*NUL/],
+      ['x'.repeat(257), /sub.*1–256 characters/],
+    ];
+    for (const [sub, why] of cases) expect(expectError(await push(server, await tokenFor(sub)), 401, 'sync/unauthorized')).toMatch(why);
+    // The character the driver would have made of the surrogate is a user id like any other.
+    const replaced = uniqueUser('X\ufffd');
+    expect((await call(server, '/v1/push', { clientId: 'c', items: notes(replaced, 1, 1) }, await tokenFor(replaced))).status).toBe(200);
+    // A header carries no surrogate or NUL: the token names the id the function returns.
+    const ids = ['a\ud800', 'a\u0000', '', 'x'.repeat(257)];
+    const { server: custom } = start({ auth: { verify: (token) => (token.startsWith('object-') ? { userId: ids[Number(token.slice(7))]! } : ids[Number(token)]!) } });
+    for (const i of ids.keys()) {
+      expect(expectError(await push(custom, String(i)), 401, 'sync/unauthorized')).toMatch(/verify function returned cannot be a user id/);
+      expect(expectError(await push(custom, `object-${i}`), 401, 'sync/unauthorized')).toMatch(/`userId` the verify function returned cannot be a user id/);
+    }
+    const events = await custom.fetch(new Request('http://t/v1/events', { headers: { authorization: 'Bearer 1' } }));
+    expect(events.status).toBe(401);
+  });
+
+  it('on PostgreSQL, keeps the log of X\uFFFD from a token whose `sub` is X\uD800', async () => {
+    const store = postgresStore(inject('postgresUrl'));
+    const server = createSyncServer({ store, auth: { secret: SECRET } });
+    open.push({ store, server });
+    const base = uniqueUser('X');
+    const owner = `${base}\ufffd`;
+    expect((await call(server, '/v1/push', { clientId: 'c', items: notes(owner, 1, 1) }, await tokenFor(owner))).json).toEqual({ lastSeq: 1 });
+    const lone = await tokenFor(`${base}\ud800`);
+    expectError(await call(server, '/v1/pull', { cursor: null }, lone), 401, 'sync/unauthorized');
+    expectError(await call(server, '/v1/push', { clientId: 'c', items: notes(owner, 2, 2) }, lone), 401, 'sync/unauthorized');
+    expect(await pullAll(server, await tokenFor(owner))).toHaveLength(1);
+  });
+
   describe('JWKS', () => {
     const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     let jwks: Server;
@@ -113,6 +168,20 @@ describe('auth', () => {
 
     const sign = (claims: { iss?: string; aud?: string }) =>
       new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setSubject('alice').setExpirationTime('1h').sign(privateKey);
+
+    it('requires an audience, at the type and at runtime: a provider signs every app’s tokens with the same keys', () => {
+      const store = sqliteStore(':memory:');
+      // @ts-expect-error audience is required with jwksUrl
+      expect(() => createSyncServer({ store, auth: { jwksUrl } })).toThrow(expect.objectContaining({ code: 'argument/invalid', message: expect.stringContaining('auth.audience') as string }));
+      expect(() => createSyncServer({ store, auth: { jwksUrl, audience: '' } })).toThrow(expect.objectContaining({ code: 'argument/invalid', message: expect.stringContaining('auth.audience') as string }));
+    });
+
+    it('refuses a provider’s token without `exp`', async () => {
+      const { server } = start({ auth: { jwksUrl, audience: 'tabula' } });
+      const forever = await new SignJWT({ aud: 'tabula' }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setSubject('alice').sign(privateKey);
+      expect(expectError(await push(server, forever), 401, 'sync/unauthorized')).toMatch(/`exp`/);
+      expect((await push(server, await sign({ aud: 'tabula' }))).status).toBe(200);
+    });
 
     it('verifies with the provider’s keys and checks issuer and audience', async () => {
       const { server } = start({ auth: { jwksUrl, issuer: 'https://id.example', audience: 'tabula' } });
