@@ -8,14 +8,14 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isTabulaError, makeOp, parseOp, type Op } from '../../../src/core/index.js';
+import { isTabulaError, makeOp, parseOp, type CheckpointSnapshot, type Message, type Op } from '../../../src/core/index.js';
 import { plainEqual } from '../../../src/core/json.js';
 import { fcParams } from '../seed.js';
 
 const order = '001700000000000.000000.client';
 const base = { id: 'o1', userId: 'u', sessionId: 's', order, after: '' };
-const message = { role: 'assistant', content: 'hi', tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } }] } as const;
-const snapshot = {
+const message: Message = { role: 'assistant', content: 'hi', tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } }] };
+const snapshot: CheckpointSnapshot = {
   prefix: { systemPrompt: 'p', grounding: [{ role: 'user', content: 'g' }], schemaBlock: null },
   state: { summary: null, tasks: { a: [1] }, plan: null, permissions: null, tools: ['x'], context: { k: { deep: true } } },
   messages: [{ id: 'm1', order, createdAt: 1, status: 'complete', message: { role: 'user', content: 'q' } }],
