@@ -64,3 +64,23 @@ describe('checkBlackboardUpdate', () => {
     expect(problem).toMatch(/^key "bad" would hold a value that is not JSON \(.+\)$/);
   });
 });
+
+describe('checkBlackboardUpdate with the document it is for', () => {
+  it('refuses an overwrite of an existing key with a shared type, which names its key only through its origin in the doc', () => {
+    const doc = new Y.Doc();
+    doc.getMap('blackboard').set('k', 1);
+    const other = new Y.Doc();
+    Y.applyUpdate(other, Y.encodeStateAsUpdate(doc));
+    const updates: Uint8Array[] = [];
+    other.on('update', (update: Uint8Array) => updates.push(update));
+    other.getMap('blackboard').set('k', new Y.Text('slipped'));
+    other.getText('notes').insert(0, 'fine');
+    const [overwrite, typed] = updates;
+    // The update alone does not say where the Y.Text goes (the server's view of it).
+    expect(checkBlackboardUpdate(overwrite!)).toBeNull();
+    expect(checkBlackboardUpdate(overwrite!, doc)).toBe('key "k" would hold ContentType, not a JSON value');
+    expect(checkBlackboardUpdate(typed!, doc)).toBeNull();
+    // A doc without the origin cannot tell either.
+    expect(checkBlackboardUpdate(overwrite!, new Y.Doc())).toBeNull();
+  });
+});
