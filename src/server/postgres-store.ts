@@ -258,12 +258,16 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
     const window = compactor.window();
     const page = 500;
     let from = 0;
-    for (let open = true; open; ) {
+    let open = true;
+    while (open) {
       const sizes = await client.query<{ position: string; size: number }>(
         `SELECT position, octet_length(board) AS size FROM tabula_items WHERE ${life} AND position > $4 ORDER BY position LIMIT ${page}`,
         [userId, sessionId, after, from],
       );
-      for (const row of sizes.rows) if (!(open = window.offer(Number(row.position), row.size))) break;
+      for (const row of sizes.rows) {
+        open = window.offer(Number(row.position), row.size);
+        if (!open) break;
+      }
       if (sizes.rows.length < page) break;
       from = Number(sizes.rows[sizes.rows.length - 1]!.position);
     }

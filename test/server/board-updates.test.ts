@@ -14,7 +14,7 @@ import * as Y from 'yjs';
 import { afterAll, afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { COMPACT_MAX_ROWS } from '../../src/server/board.js';
 import { createSyncServer, postgresStore, sqliteStore, type ServerStore, type StoreOptions, type StorePushItem, type SyncServer } from '../../src/server/index.js';
-import { ErrorResponseSchema } from '../../src/sync/index.js';
+import { ErrorResponseSchema, type SyncLimits } from '../../src/sync/index.js';
 import { content, hangUpdate, struct, update } from '../unit/core/yjs-bytes.js';
 import { SECRET, boardOf, boardWriter, call, decodePulled, noteOp, tokenFor, uniqueUser } from './helpers.js';
 import { startServerProcess } from './process.js';
@@ -73,10 +73,10 @@ async function pullAll(store: ServerStore, userId: string) {
 
 describe.each(stores)('%s', (_name, open, cliArgs) => {
   /** A server over a fresh store, a user and their token, and a push of board `updates` (base64) after `ops` op items. */
-  async function setup() {
+  async function setup(limits: Partial<SyncLimits> = {}) {
     const { store } = open();
     track(store);
-    const server = createSyncServer({ store, auth: { secret: SECRET } });
+    const server = createSyncServer({ store, auth: { secret: SECRET }, limits });
     servers.push(server);
     const userId = uniqueUser();
     const token = await tokenFor(userId);
@@ -127,6 +127,15 @@ describe.each(stores)('%s', (_name, open, cliArgs) => {
     const message = refusedWith(await push([new Uint8Array([...state, 0, 0])]), 400, 'schema/invalid');
     expect(message).toBe(`items[0].board.update is not a Yjs update a client can apply: it is not an update Yjs writes (2 bytes after the delete set, at byte ${state.length}); send Y.encodeStateAsUpdate output or an update event's bytes.`);
     expect(await store.lastSeq(userId, 'c')).toBe(0);
+  });
+
+  it('refuses an update of more structs than maxUpdateStructs with 413', async () => {
+    const { store, userId, push } = await setup({ maxUpdateStructs: 3 });
+    const runs = (count: number) => update([{ client: 1, clock: 0, structs: Array.from({ length: count }, () => struct.gc(1)) }]);
+    expect((await push([runs(3)])).status).toBe(200);
+    const message = refusedWith(await push([runs(4)]), 413, 'sync/too-large');
+    expect(message).toBe('items[0].board.update is refused: it holds more than 3 structs and deleted ranges, the limit for one board update; push smaller updates.');
+    expect(await store.lastSeq(userId, 'c')).toBe(1);
   });
 
   it('answers at once a push of the 14 bytes that hung Y.mergeUpdates and 100 board updates, and still answers /v1/health', async () => {
