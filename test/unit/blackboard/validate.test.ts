@@ -6,6 +6,7 @@
 import * as Y from 'yjs';
 import { describe, expect, it } from 'vitest';
 import { BLACKBOARD_MAP, checkBlackboardUpdate } from '../../../src/index.js';
+import { content, hangUpdate, struct, update } from '../core/yjs-bytes.js';
 
 /** The whole state of a doc built by `build`, as one update. */
 function updateOf(build: (doc: Y.Doc) => void): Uint8Array {
@@ -62,6 +63,15 @@ describe('checkBlackboardUpdate', () => {
       }),
     );
     expect(problem).toMatch(/^key "bad" would hold a value that is not JSON \(.+\)$/);
+  });
+});
+
+describe('checkBlackboardUpdate is the rule the server stores pushes by', () => {
+  it('refuses what decodes but the server refuses: the 14 bytes that hang Y.mergeUpdates, trailing bytes, a subdocument', () => {
+    expect(checkBlackboardUpdate(hangUpdate(1))).toMatch(/^it holds a clock of 9007199254740994, past Number\.MAX_SAFE_INTEGER/);
+    const state = updateOf((doc) => doc.getMap('blackboard').set('k', 1));
+    expect(checkBlackboardUpdate(new Uint8Array([...state, 0]))).toMatch(/1 byte after the delete set/);
+    expect(checkBlackboardUpdate(update([{ client: 1, clock: 0, structs: [struct.item({ root: 'app', key: 'sub' }, content.doc('guid'))] }]))).toMatch(/subdocument/);
   });
 });
 

@@ -151,7 +151,7 @@ describe('the board rule against Yjs', () => {
           Y.mergeUpdates([original, mutated]);
         }
       }),
-      fcParams(150),
+      fcParams(300),
     );
   }, 120_000);
 });
