@@ -3,7 +3,9 @@
  * its own, over real HTTP, with CLIENTS concurrent clients in this process.
  * Push and pull throughput on SQLite and on PostgreSQL, each beside the same
  * rows written and read with the raw driver in this process in the same run,
- * and poke latency on one instance and across two PostgreSQL instances.
+ * poke latency on one instance and across two PostgreSQL instances, and the
+ * server's check of a board update at the size limit beside Y.decodeUpdate
+ * of the same bytes.
  * Run with `npm run bench server` (or `npx tsx bench/server.bench.ts`).
  */
 import { spawn } from 'node:child_process';
@@ -15,11 +17,13 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import * as Y from 'yjs';
+import { findBoardUpdateProblem } from '../src/core/board-update.js';
 import type { Op } from '../src/core/index.js';
 import { createSyncServer, postgresStore, sqliteStore, type ServerStore } from '../src/server/index.js';
 import { startPostgres } from '../test/server/embedded-postgres.js';
 import { SECRET, noteOp, sseReader, tokenFor } from '../test/server/helpers.js';
-import { PullResponseSchema } from '../src/sync/index.js';
+import { DEFAULT_SYNC_LIMITS, PullResponseSchema } from '../src/sync/index.js';
 import { quantile } from './lib/measure.js';
 import { report, type BenchRow } from './lib/report.js';
 
@@ -392,10 +396,78 @@ await withServer(['--postgres', postgres.url], async (url1) => {
 await postgres.stop();
 rmSync(dir, { recursive: true, force: true });
 
+// --- Board update check ---------------------------------------------------
+/**
+ * The board rule a push's board update passes (findBoardUpdateProblem, what the server runs on every
+ * one) beside Y.decodeUpdate of the same bytes, the check it replaced: the median of CHECK_RUNS runs of
+ * each, alternated, on three updates just under maxUpdateBytes.
+ */
+const CHECK_RUNS = 41;
+const limit = DEFAULT_SYNC_LIMITS.maxUpdateBytes;
+const rules = { maxBytes: limit, maxStructs: DEFAULT_SYNC_LIMITS.maxUpdateStructs };
+
+/** The largest update `grow(doc, round)` makes, round after round, that stays under the limit. */
+function underLimit(grow: (doc: Y.Doc, round: number) => void): Uint8Array {
+  const doc = new Y.Doc();
+  let last = Y.encodeStateAsUpdate(doc);
+  for (let round = 0; ; round++) {
+    grow(doc, round);
+    const next = Y.encodeStateAsUpdate(doc);
+    if (next.length > limit) return last;
+    last = next;
+  }
+}
+const boardUpdates: [string, Uint8Array][] = [
+  [
+    'new keys, JSON values',
+    underLimit((doc, round) =>
+      doc.transact(() => {
+        for (let k = 0; k < 200; k++) doc.getMap('blackboard').set(`key-${round}-${k}`, { title: `item ${k}`, tags: ['a', 'b'], n: k, done: k % 2 === 0 });
+      }),
+    ),
+  ],
+  [
+    '500 keys overwritten, each through its origin',
+    underLimit((doc, round) =>
+      doc.transact(() => {
+        for (let k = 0; k < 500; k++) doc.getMap('blackboard').set(`key-${k}`, { round, text: `value ${round}` });
+      }),
+    ),
+  ],
+  [
+    'a Y.Text typed at random places',
+    underLimit((doc) => {
+      const text = doc.getText('notes');
+      for (let i = 0; i < 500; i++) text.insert(Math.floor(Math.random() * (text.length + 1)), 'ab');
+    }),
+  ],
+];
+for (const [label, bytes] of boardUpdates) {
+  const check: number[] = [];
+  const decode: number[] = [];
+  for (let run = 0; run < CHECK_RUNS; run++) {
+    let start = performance.now();
+    if (findBoardUpdateProblem(bytes, rules) !== null) throw new Error(`the board rule refuses the ${label} update`);
+    check.push(performance.now() - start);
+    start = performance.now();
+    Y.decodeUpdate(bytes);
+    decode.push(performance.now() - start);
+  }
+  const median = (values: number[]): number => quantile([...values].sort((a, b) => a - b), 0.5);
+  rows.push({
+    case: `board update check, ${Math.round(bytes.length / 1024)} KiB: ${label}`,
+    unit: 'ms',
+    tabula: median(check),
+    baseline: median(decode),
+    ratio: median(check) / median(decode),
+    note: `baseline: Y.decodeUpdate of the same bytes; ${Y.decodeUpdate(bytes).structs.length} structs`,
+  });
+}
+
 report({
   name: 'server',
   title: `Sync server over HTTP (tabula-server in its own process; ${CLIENTS} concurrent node:http clients, 127.0.0.1)`,
-  baseline: 'the same rows inserted / selected with the raw driver in the same run (better-sqlite3 prepared statement in one transaction per 100 rows; pg multi-row INSERT), and for pokes the push round trip',
+  baseline: 'the same rows inserted / selected with the raw driver in the same run (better-sqlite3 prepared statement in one transaction per 100 rows; pg multi-row INSERT), for pokes the push round trip, and for the board update check Y.decodeUpdate of the same bytes',
   rows,
-  goals: ['push and pull throughput ≥ 0.5× the raw driver (best of 3 rounds each, measured alternately)'],
+  goals: ['push and pull throughput ≥ 0.5× the raw driver (best of 3 rounds each, measured alternately)', 'board update check ≤ 2× Y.decodeUpdate of the same bytes, at the size limit'],
 });

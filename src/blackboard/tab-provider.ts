@@ -140,7 +140,7 @@ export class TabSyncProvider {
     } catch (error) {
       return this.#reject('it could not be decoded', error);
     }
-    const problem = checkBlackboardUpdate(update);
+    const problem = checkBlackboardUpdate(update, this.#doc);
     if (problem) return this.#reject(problem);
     try {
       // applyUpdate is idempotent: a step 2 that repeats known changes does nothing.

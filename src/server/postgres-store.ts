@@ -12,7 +12,7 @@
  */
 import type * as Pg from 'pg';
 import { TabulaError } from '../core/errors.js';
-import { mergeBoardUpdates } from './board.js';
+import { createBoardCompactor } from './board.js';
 import { loadDriver } from './driver.js';
 import { PokeListeners } from './listeners.js';
 import { POKE_MAX_ITEMS, pokeItems, type ServerStore, type StoreOptions, type StorePokeItems, type StorePullPage, type StorePulledItem, type StorePushItem, type StorePushResult } from './store.js';
@@ -125,6 +125,7 @@ export interface PgPoolLike {
 export function postgresStore(connection: string | PgPoolLike, options: PostgresStoreOptions = {}): ServerStore {
   const pg = loadDriver<typeof Pg>('pg', 'postgresStore');
   const compactAfter = options.compactBoardAfter ?? 100;
+  const compactor = createBoardCompactor(options.compactBudgetBytes ?? 1024 * 1024);
   const reconnectMs = options.reconnectMs ?? 1000;
   const ownsPool = typeof connection === 'string';
   const pool = typeof connection === 'string' ? new pg.Pool({ connectionString: connection }) : (connection as unknown as Pg.Pool);
@@ -240,9 +241,9 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
 
   /**
    * Drops the session's board updates of lives older than the newest one stored (a delete ended them:
-   * every client drops them too, whichever was pushed first), then merges those of life `after` once
-   * there are more than `compactAfter`. `IS NOT DISTINCT FROM` matches NULL too: a board from before
-   * lives were named is one life of its own.
+   * every client drops them too, whichever was pushed first), then, once life `after` holds more than
+   * `compactAfter`, merges its oldest rows within the compactor's budget (see createBoardCompactor).
+   * `IS NOT DISTINCT FROM` matches NULL too: a board from before lives were named is one life of its own.
    */
   async function compact(client: Pg.PoolClient, userId: string, sessionId: string, after: string | null): Promise<void> {
     await client.query(
@@ -250,24 +251,53 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
         '(SELECT max(life_after) FROM tabula_items WHERE user_id = $1 AND session_id = $2 AND board IS NOT NULL)',
       [userId, sessionId],
     );
-    const count = await client.query<{ n: string }>(
-      'SELECT count(*) AS n FROM tabula_items WHERE user_id = $1 AND session_id = $2 AND board IS NOT NULL AND life_after IS NOT DISTINCT FROM $3',
-      [userId, sessionId, after],
-    );
+    const life = 'user_id = $1 AND session_id = $2 AND board IS NOT NULL AND life_after IS NOT DISTINCT FROM $3';
+    const count = await client.query<{ n: string }>(`SELECT count(*) AS n FROM tabula_items WHERE ${life}`, [userId, sessionId, after]);
     if (Number(count.rows[0]!.n) <= compactAfter) return;
-    const rows = await client.query<{ position: string; board: Buffer }>(
-      'DELETE FROM tabula_items WHERE user_id = $1 AND session_id = $2 AND board IS NOT NULL AND life_after IS NOT DISTINCT FROM $3 RETURNING position, board',
-      [userId, sessionId, after],
-    );
-    const sorted = rows.rows.map((row) => ({ position: Number(row.position), board: row.board })).sort((a, b) => a.position - b.position);
-    const merged = mergeBoardUpdates(sorted.map((row) => row.board));
-    await client.query('INSERT INTO tabula_items (user_id, position, client_id, session_id, op, board, life_after) VALUES ($1, $2, NULL, $3, NULL, $4, $5)', [
+    // Sizes a page at a time, oldest first, until the window is chosen: not the whole history.
+    const window = compactor.window();
+    const page = 500;
+    let from = 0;
+    let open = true;
+    while (open) {
+      const sizes = await client.query<{ position: string; size: number }>(
+        `SELECT position, octet_length(board) AS size FROM tabula_items WHERE ${life} AND position > $4 ORDER BY position LIMIT ${page}`,
+        [userId, sessionId, after, from],
+      );
+      for (const row of sizes.rows) {
+        open = window.offer(Number(row.position), row.size);
+        if (!open) break;
+      }
+      if (sizes.rows.length < page) break;
+      from = Number(sizes.rows[sizes.rows.length - 1]!.position);
+    }
+    const positions = window.positions();
+    if (positions.length === 0) return;
+    // A compaction's rows are consecutive in their life: every row of the life between two positions.
+    const range = `${life} AND position BETWEEN $4 AND $5`;
+    const rows = await client.query<{ position: string; board: Buffer }>(`SELECT position, board FROM tabula_items WHERE ${range} ORDER BY position`, [
       userId,
-      sorted[sorted.length - 1]!.position,
       sessionId,
-      Buffer.from(merged.buffer, merged.byteOffset, merged.byteLength),
       after,
+      positions[0],
+      positions[positions.length - 1],
     ]);
+    const runs = compactor.merge(
+      userId,
+      sessionId,
+      rows.rows.map((row) => ({ position: Number(row.position), board: row.board })),
+    );
+    for (const run of runs) {
+      const last = run.positions[run.positions.length - 1]!;
+      await client.query(`DELETE FROM tabula_items WHERE ${range}`, [userId, sessionId, after, run.positions[0], last]);
+      await client.query('INSERT INTO tabula_items (user_id, position, client_id, session_id, op, board, life_after) VALUES ($1, $2, NULL, $3, NULL, $4, $5)', [
+        userId,
+        last,
+        sessionId,
+        Buffer.from(run.merged.buffer, run.merged.byteOffset, run.merged.byteLength),
+        after,
+      ]);
+    }
   }
 
   return {

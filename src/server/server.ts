@@ -256,7 +256,7 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
         }
         items.push(item);
       } else {
-        const update = decodeBoardUpdate(item.board.update, limits.maxUpdateBytes, `items[${i}].board.update`);
+        const update = decodeBoardUpdate(item.board.update, limits, `items[${i}].board.update`);
         const { sessionId, after } = item.board;
         items.push({ seq: item.seq, board: after === undefined ? { sessionId, update } : { sessionId, update, after } });
       }

@@ -7,7 +7,7 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { TabulaError } from '../core/errors.js';
-import { encodeBase64, mergeBoardUpdates } from './board.js';
+import { createBoardCompactor, encodeBase64 } from './board.js';
 import { loadDriver } from './driver.js';
 import { PokeListeners } from './listeners.js';
 import { POKE_MAX_ITEMS, pokeItems, type ServerStore, type StoreOptions, type StorePokeItems, type StorePullPage, type StorePulledItem, type StorePushItem, type StorePushResult } from './store.js';
@@ -49,6 +49,7 @@ FROM tabula_items WHERE user_id = ? AND position > ? ORDER BY position LIMIT ?`;
 export function sqliteStore(path: string, options: StoreOptions = {}): ServerStore {
   const Database = loadDriver<typeof BetterSqlite3>('better-sqlite3', 'sqliteStore');
   const compactAfter = options.compactBoardAfter ?? 100;
+  const compactor = createBoardCompactor(options.compactBudgetBytes ?? 1024 * 1024);
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
@@ -75,10 +76,16 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
   const countBoard = db.prepare<[string, string, string | null], { n: number }>(
     'SELECT count(*) AS n FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL AND life_after IS ?',
   );
-  const boardRows = db.prepare<[string, string, string | null], { position: number; board: Buffer }>(
-    'SELECT position, board FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL AND life_after IS ? ORDER BY position',
+  const boardSizes = db.prepare<[string, string, string | null], { position: number; size: number }>(
+    'SELECT position, length(board) AS size FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL AND life_after IS ? ORDER BY position',
   );
-  const deleteBoard = db.prepare<[string, string, string | null]>('DELETE FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL AND life_after IS ?');
+  // A compaction's rows are consecutive in their life: every row of the life between two positions.
+  const boardRows = db.prepare<[string, string, string | null, number, number], { position: number; board: Buffer }>(
+    'SELECT position, board FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL AND life_after IS ? AND position BETWEEN ? AND ? ORDER BY position',
+  );
+  const deleteBoard = db.prepare<[string, string, string | null, number, number]>(
+    'DELETE FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL AND life_after IS ? AND position BETWEEN ? AND ?',
+  );
   const deleteOlderLives = db.prepare<{ user: string; session: string }>(
     'DELETE FROM tabula_items WHERE user_id = @user AND session_id = @session AND board IS NOT NULL AND life_after < ' +
       '(SELECT max(life_after) FROM tabula_items WHERE user_id = @user AND session_id = @session AND board IS NOT NULL)',
@@ -87,16 +94,22 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
 
   /**
    * Drops the session's board updates of lives older than the newest one stored (a delete ended them:
-   * every client drops them too, whichever was pushed first), then merges those of life `after` once
-   * there are more than `compactAfter`.
+   * every client drops them too, whichever was pushed first), then, once life `after` holds more than
+   * `compactAfter`, merges its oldest rows within the compactor's budget (see createBoardCompactor).
    */
   function compact(userId: string, sessionId: string, after: string | null): void {
     deleteOlderLives.run({ user: userId, session: sessionId });
     if (countBoard.get(userId, sessionId, after)!.n <= compactAfter) return;
-    const rows = boardRows.all(userId, sessionId, after);
-    const merged = mergeBoardUpdates(rows.map((row) => row.board));
-    deleteBoard.run(userId, sessionId, after);
-    insert.run(userId, rows[rows.length - 1]!.position, null, sessionId, null, merged, after);
+    const window = compactor.window();
+    for (const row of boardSizes.iterate(userId, sessionId, after)) if (!window.offer(row.position, row.size)) break;
+    const positions = window.positions();
+    if (positions.length === 0) return;
+    const rows = boardRows.all(userId, sessionId, after, positions[0]!, positions[positions.length - 1]!);
+    for (const run of compactor.merge(userId, sessionId, rows)) {
+      const last = run.positions[run.positions.length - 1]!;
+      deleteBoard.run(userId, sessionId, after, run.positions[0]!, last);
+      insert.run(userId, last, null, sessionId, null, run.merged, after);
+    }
   }
 
   /** The push's result, and its items as a poke carries them (read only when someone here listens). */

@@ -17,11 +17,15 @@
  * 5. **Pokes after commit.** Every subscriber of a user (on any instance
  *    sharing the store) is called after each push that appended items for
  *    that user has committed.
- * 6. **Compaction keeps content.** Board updates of a (user, session, life)
- *    may be replaced by their `Y.mergeUpdates` at the position of the
- *    newest one they replace, in the same transaction, with `clientId:
- *    null`; updates of different lives (`after`) are never merged. Updates
- *    of a life older than the newest stored are dropped: every
+ * 6. **Compaction keeps content.** Consecutive board updates of a (user,
+ *    session, life), no other update of that life between them, may be
+ *    replaced by their `Y.mergeUpdates` at the position of the newest one
+ *    they replace, in the same transaction, with `clientId: null`; updates
+ *    of different lives (`after`) are never merged. Only updates the board
+ *    rule accepts (`findBoardUpdateProblem`) are merged, and a merge the
+ *    rule refuses is not stored; one compaction merges at most
+ *    `compactBudgetBytes` (and `COMPACT_MAX_ROWS` rows), oldest first.
+ *    Updates of a life older than the newest stored are dropped: every
  *    client drops them too.
  * 7. **Pokes carry small pushes.** A poke may hand the subscriber the items
  *    its push appended ({@link StorePokeItems}): exactly what
@@ -131,4 +135,10 @@ export interface StoreOptions {
    * into one with `Y.mergeUpdates`. @default 100
    */
   readonly compactBoardAfter?: number;
+  /**
+   * Most bytes of stored board updates one compaction merges (it runs inside a push, so this bounds
+   * the push's time: merging costs about 35 ms a MiB). A life's rows then settle into merged updates
+   * of about this size. @default 1048576 (1 MiB)
+   */
+  readonly compactBudgetBytes?: number;
 }

@@ -72,8 +72,10 @@ export interface PulledBoardUpdate {
 }
 
 /**
- * Decodes and checks the board updates of a pulled page before anything is applied, by session; throws
- * `schema/invalid` naming the item when one does not decode or would put a non-JSON value on a board.
+ * Decodes and checks the board updates of a pulled page before anything is applied, by session, with the
+ * board rule the server stores pushes by (checkBlackboardUpdate, without a doc: the boards are not open
+ * yet); throws `schema/invalid` naming the item when one fails it (it does not decode whole, holds a
+ * subdocument, or would put a non-JSON value on a board).
  */
 export function decodeBoardUpdates(items: readonly { index: number; sessionId: string; update: string; after: string | undefined }[]): Map<string, PulledBoardUpdate[]> {
   const bySession = new Map<string, PulledBoardUpdate[]>();

@@ -18,6 +18,7 @@
  * ```
  */
 import * as z from 'zod/mini';
+import { DEFAULT_BOARD_UPDATE_LIMITS } from '../core/board-update.js';
 import { TabulaError, describeIssues } from '../core/errors.js';
 import { LifeAfterSchema, OpSchema, type Op } from '../core/ops.js';
 import { ID_MAX_LENGTH, nameSchema } from '../core/names.js';
@@ -42,6 +43,13 @@ export interface SyncLimits {
   readonly maxPushItems: number;
   /** Largest decoded Yjs update in one board item, in bytes; larger gets 413. @default 524288 (512 KiB) */
   readonly maxUpdateBytes: number;
+  /**
+   * Most structs (items, GC and skip runs) plus delete-set ranges in one board item's update; more gets
+   * 413. Bounds the work of storing, compacting and applying a push, which tiny structs (2 bytes each)
+   * would make larger than its bytes suggest; a legitimate update at the byte limit holds about 53 000
+   * (see `BoardUpdateLimits`). @default 131072
+   */
+  readonly maxUpdateStructs: number;
   /** Most items one pull returns, whatever `limit` asks for. @default 1000 */
   readonly maxPullItems: number;
   /**
@@ -66,7 +74,8 @@ export interface SyncLimits {
 export const DEFAULT_SYNC_LIMITS: SyncLimits = Object.freeze({
   maxBodyBytes: 1024 * 1024,
   maxPushItems: 1000,
-  maxUpdateBytes: 512 * 1024,
+  maxUpdateBytes: DEFAULT_BOARD_UPDATE_LIMITS.maxBytes,
+  maxUpdateStructs: DEFAULT_BOARD_UPDATE_LIMITS.maxStructs,
   maxPullItems: 1000,
   bodyTimeoutMs: 60_000,
   maxStreamQueueBytes: 256 * 1024,

@@ -129,6 +129,23 @@ describe('TabSyncProvider', () => {
     expect(board.toJSON()).toEqual({ k: 1 });
   });
 
+  it('refuses an update that overwrites a key of this tab\'s board with a shared type, found through its origin in the doc', () => {
+    const { hub, doc, board, errors } = tab({ resyncIntervalMs: 0 });
+    board.set('k', 1);
+    const other = new Y.Doc();
+    Y.applyUpdate(other, Y.encodeStateAsUpdate(doc));
+    let overwrite: Uint8Array | undefined;
+    other.on('update', (update: Uint8Array) => {
+      overwrite = update;
+    });
+    other.getMap('blackboard').set('k', new Y.Text('slipped'));
+    const encoder = encoding.createEncoder();
+    syncProtocol.writeUpdate(encoder, overwrite!);
+    hub.inject({ v: 1, from: 'other', to: null, data: encoding.toUint8Array(encoder) });
+    expect(board.toJSON()).toEqual({ k: 1 });
+    expect(errors.map((e) => e.message)).toEqual(['Ignored a blackboard message from another tab: key "k" would hold ContentType, not a JSON value.']);
+  });
+
   it('re-exchanges state vectors every resyncIntervalMs, 10 s by default, and not at all with 0', () => {
     vi.useFakeTimers();
     const byDefault = tab();

@@ -6,6 +6,7 @@
 import * as Y from 'yjs';
 import { describe, expect, it } from 'vitest';
 import { BLACKBOARD_MAP, checkBlackboardUpdate } from '../../../src/index.js';
+import { content, hangUpdate, struct, update } from '../core/yjs-bytes.js';
 
 /** The whole state of a doc built by `build`, as one update. */
 function updateOf(build: (doc: Y.Doc) => void): Uint8Array {
@@ -62,5 +63,34 @@ describe('checkBlackboardUpdate', () => {
       }),
     );
     expect(problem).toMatch(/^key "bad" would hold a value that is not JSON \(.+\)$/);
+  });
+});
+
+describe('checkBlackboardUpdate is the rule the server stores pushes by', () => {
+  it('refuses what decodes but the server refuses: the 14 bytes that hang Y.mergeUpdates, trailing bytes, a subdocument', () => {
+    expect(checkBlackboardUpdate(hangUpdate(1))).toMatch(/^it holds a clock of 9007199254740994, past Number\.MAX_SAFE_INTEGER/);
+    const state = updateOf((doc) => doc.getMap('blackboard').set('k', 1));
+    expect(checkBlackboardUpdate(new Uint8Array([...state, 0]))).toMatch(/1 byte after the delete set/);
+    expect(checkBlackboardUpdate(update([{ client: 1, clock: 0, structs: [struct.item({ root: 'app', key: 'sub' }, content.doc('guid'))] }]))).toMatch(/subdocument/);
+  });
+});
+
+describe('checkBlackboardUpdate with the document it is for', () => {
+  it('refuses an overwrite of an existing key with a shared type, which names its key only through its origin in the doc', () => {
+    const doc = new Y.Doc();
+    doc.getMap('blackboard').set('k', 1);
+    const other = new Y.Doc();
+    Y.applyUpdate(other, Y.encodeStateAsUpdate(doc));
+    const updates: Uint8Array[] = [];
+    other.on('update', (update: Uint8Array) => updates.push(update));
+    other.getMap('blackboard').set('k', new Y.Text('slipped'));
+    other.getText('notes').insert(0, 'fine');
+    const [overwrite, typed] = updates;
+    // The update alone does not say where the Y.Text goes (the server's view of it).
+    expect(checkBlackboardUpdate(overwrite!)).toBeNull();
+    expect(checkBlackboardUpdate(overwrite!, doc)).toBe('key "k" would hold ContentType, not a JSON value');
+    expect(checkBlackboardUpdate(typed!, doc)).toBeNull();
+    // A doc without the origin cannot tell either.
+    expect(checkBlackboardUpdate(overwrite!, new Y.Doc())).toBeNull();
   });
 });
