@@ -41,6 +41,13 @@ export interface SyncLimits {
   readonly maxPushItems: number;
   /** Largest decoded Yjs update in one board item, in bytes; larger gets 413. @default 524288 (512 KiB) */
   readonly maxUpdateBytes: number;
+  /**
+   * Most bytes of item JSON in one pull answer: a page stops before the item
+   * that would pass it (a single larger item still goes alone), and says
+   * `more`. Bounds the server's memory per pull whatever the items weigh.
+   * @default 4194304 (4 MiB)
+   */
+  readonly maxPullBytes: number;
   /** Most items one pull returns, whatever `limit` asks for. @default 1000 */
   readonly maxPullItems: number;
 }
@@ -50,6 +57,7 @@ export const DEFAULT_SYNC_LIMITS: SyncLimits = Object.freeze({
   maxBodyBytes: 1024 * 1024,
   maxPushItems: 1000,
   maxUpdateBytes: 512 * 1024,
+  maxPullBytes: 4 * 1024 * 1024,
   maxPullItems: 1000,
 });
 
