@@ -37,9 +37,9 @@ export class PokeListeners {
     }
   }
 
-  /** Calls every listener of every user (after a lost notification channel, so clients pull). */
-  pokeAll(headOf: (userId: string) => number): void {
-    for (const userId of [...this.#byUser.keys()]) this.poke(userId, headOf(userId));
+  /** The users that have a listener here. */
+  users(): string[] {
+    return [...this.#byUser.keys()];
   }
 
   clear(): void {

@@ -5,21 +5,39 @@
  * follow commit order on every instance. Pokes travel by `NOTIFY`, sent
  * right after the push commits, to every instance's `LISTEN` connection.
  *
+ * A notification is only a hint: any role that can connect may send one on
+ * the channel, so its payload carries no items (only the user and two
+ * positions), is parsed defensively and, when it names a user with
+ * subscribers here, makes this instance read that user's new items from the
+ * tables itself. Those reads are chained per user and coalesced, so pokes
+ * stay in order and a burst costs one read.
+ *
  * The schema is created on first use, under an advisory lock so instances
  * starting together do not race. One connection is held for LISTEN; if it
- * drops, it is reopened and every subscriber is poked (a notification may
- * have been lost in between, and an extra pull is harmless).
+ * drops, it is reopened and every subscribed user's log is read again (a
+ * notification may have been lost in between).
+ *
+ * Order keys and session lives are compared with `COLLATE "C"`: they are
+ * ASCII, compared by clients and SQLite in code-unit order, and a database
+ * collation (ICU, en_US) orders them otherwise.
  */
 import type * as Pg from 'pg';
 import { TabulaError } from '../core/errors.js';
+import { ID_MAX_LENGTH, findNameProblem } from '../core/names.js';
 import { createBoardCompactor } from './board.js';
 import { loadDriver } from './driver.js';
 import { PokeListeners } from './listeners.js';
-import { POKE_MAX_ITEMS, pokeItems, type ServerStore, type StoreOptions, type StorePokeItems, type StorePullPage, type StorePulledItem, type StorePushItem, type StorePushResult } from './store.js';
+import { POKE_ITEMS_MAX_BYTES, POKE_MAX_ITEMS, livesBegunBy, livesOfStoredOps, pageBudget, pokeItems, type ServerStore, type StoreOptions, type StorePullPage, type StorePulledItem, type StorePushItem, type StorePushResult } from './store.js';
 
 const CHANNEL = 'tabula_poke';
-/** PostgreSQL refuses a NOTIFY payload of 8000 bytes or more. */
-const NOTIFY_MAX_BYTES = 8000;
+/**
+ * Longest notification payload read, in UTF-16 code units; longer ones are ignored unparsed. Ours
+ * are at most ~1,600 (a 256-unit user id escaped 6 units a unit, and two numbers), far under
+ * PostgreSQL's 8,000-byte limit.
+ */
+const POKE_PAYLOAD_MAX_LENGTH = 2048;
+/** At most one log line per this many ms about notifications that were ignored. */
+const IGNORED_LOG_INTERVAL_MS = 60_000;
 // Any constant: it only has to be the same for every instance.
 const SCHEMA_LOCK = 7_341_207_011;
 
@@ -35,17 +53,28 @@ CREATE TABLE IF NOT EXISTS tabula_items (
 -- A board update's session life (its "after"); databases created before lives were named get the column here.
 ALTER TABLE tabula_items ADD COLUMN IF NOT EXISTS life_after text;
 CREATE INDEX IF NOT EXISTS tabula_items_board ON tabula_items (user_id, session_id, position) WHERE board IS NOT NULL;
+-- The session lives stored ops began (guarantee 9, livesBegunBy): what a board update may name, and
+-- what "the newest life" is when older lives' updates are dropped.
+CREATE TABLE IF NOT EXISTS tabula_lives (
+  user_id text NOT NULL, session_id text NOT NULL, after text COLLATE "C" NOT NULL,
+  PRIMARY KEY (user_id, session_id, after));
+-- v2 stored ops without recording the lives they begin: an instance still calling it must fail, not
+-- store a delete whose life boards could then not name.
+DROP FUNCTION IF EXISTS tabula_push_v2(text, text, bigint[], text[], text[], bytea[], text[]);
 -- One push in one statement, so an op-only push is one round trip (its own transaction,
 -- committed before the answer comes back). Inside a function every statement takes a new
 -- snapshot, so the seq read after the head row lock sees the previous holder's commit.
-CREATE OR REPLACE FUNCTION tabula_push_v2(p_user text, p_client text, p_seqs bigint[], p_sessions text[], p_ops text[], p_boards bytea[], p_lives text[])
-RETURNS TABLE (out_status text, out_last_seq bigint, out_appended bigint, out_head bigint)
+-- p_begun_* list the (seq, session, life) of every life the push's ops begin (livesBegunBy).
+CREATE OR REPLACE FUNCTION tabula_push_v3(p_user text, p_client text, p_seqs bigint[], p_sessions text[], p_ops text[], p_boards bytea[], p_lives text[],
+  p_begun_seqs bigint[], p_begun_sessions text[], p_begun_lives text[])
+RETURNS TABLE (out_status text, out_last_seq bigint, out_appended bigint, out_head bigint, out_index bigint)
 LANGUAGE plpgsql AS $fn$
 DECLARE
   v_head bigint;
   v_last bigint;
   v_fresh bigint;
   v_max bigint;
+  v_unknown bigint;
 BEGIN
   -- The head row lock serialises this user's pushes across every instance (guarantee 3).
   -- FOR UPDATE locks without writing a row version; a new user's row is created first.
@@ -58,47 +87,94 @@ BEGIN
   v_last := coalesce(v_last, 0);
   SELECT count(*), max(q) INTO v_fresh, v_max FROM unnest(p_seqs) AS t(q) WHERE q > v_last;
   IF v_fresh = 0 THEN
-    RETURN QUERY SELECT 'applied'::text, v_last, 0::bigint, v_head;
+    RETURN QUERY SELECT 'applied'::text, v_last, 0::bigint, v_head, NULL::bigint;
     RETURN;
   END IF;
   -- The seqs are distinct: the new ones are lastSeq+1, lastSeq+2, … exactly when the highest is lastSeq + their count.
   IF v_max <> v_last + v_fresh THEN
-    RETURN QUERY SELECT 'gap'::text, v_last, 0::bigint, v_head;
+    RETURN QUERY SELECT 'gap'::text, v_last, 0::bigint, v_head, NULL::bigint;
+    RETURN;
+  END IF;
+  -- Guarantee 9: the first new board item naming a life that neither a stored op nor an earlier new item began.
+  SELECT min(t.i) INTO v_unknown
+    FROM unnest(p_seqs, p_sessions, p_boards, p_lives) WITH ORDINALITY AS t(q, s, b, l, i)
+    WHERE t.q > v_last AND t.b IS NOT NULL AND t.l <> ''
+      AND NOT EXISTS (SELECT 1 FROM tabula_lives v WHERE v.user_id = p_user AND v.session_id = t.s AND v.after = t.l COLLATE "C")
+      AND NOT EXISTS (SELECT 1 FROM unnest(p_begun_seqs, p_begun_sessions, p_begun_lives) AS d(q, s, a) WHERE d.q > v_last AND d.q < t.q AND d.s = t.s AND d.a = t.l);
+  IF v_unknown IS NOT NULL THEN
+    RETURN QUERY SELECT 'unknown-life'::text, v_last, 0::bigint, v_head, v_unknown - 1;
     RETURN;
   END IF;
   INSERT INTO tabula_items (user_id, position, client_id, session_id, op, board, life_after)
     SELECT p_user, v_head + (t.q - v_last), p_client, t.s, t.o, t.b, t.l
     FROM unnest(p_seqs, p_sessions, p_ops, p_boards, p_lives) AS t(q, s, o, b, l) WHERE t.q > v_last;
+  INSERT INTO tabula_lives (user_id, session_id, after)
+    SELECT DISTINCT p_user, t.s, t.a FROM unnest(p_begun_seqs, p_begun_sessions, p_begun_lives) AS t(q, s, a) WHERE t.q > v_last
+    ON CONFLICT DO NOTHING;
   UPDATE tabula_heads SET head = v_head + v_fresh WHERE user_id = p_user;
   INSERT INTO tabula_clients (user_id, client_id, last_seq) VALUES (p_user, p_client, v_max)
     ON CONFLICT (user_id, client_id) DO UPDATE SET last_seq = excluded.last_seq;
-  RETURN QUERY SELECT 'applied'::text, v_max, v_fresh, v_head + v_fresh;
+  RETURN QUERY SELECT 'applied'::text, v_max, v_fresh, v_head + v_fresh, NULL::bigint;
 END
 $fn$;
 `;
 
-const PUSH = 'SELECT out_status, out_last_seq, out_appended, out_head FROM tabula_push_v2($1, $2, $3, $4, $5, $6, $7)';
+/** Ops stored before tabula_lives existed that may begin a life (see livesOfStoredOps), a page at a time. */
+const LIFE_CANDIDATES = `SELECT position, user_id, session_id, op FROM tabula_items
+WHERE op IS NOT NULL AND (strpos(op, '"kind":"session.delete"') > 0 OR strpos(op, '"after":"') > 0) AND (user_id, position) > ($1, $2::bigint)
+ORDER BY user_id, position LIMIT 500`;
+
+const PUSH = 'SELECT out_status, out_last_seq, out_appended, out_head, out_index FROM tabula_push_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)';
 
 /**
  * A page of a user's log, each item already in its wire JSON (a `PullItem`):
  * PostgreSQL concatenates the stored op text (to_json escapes the ids) and
  * base64s board bytes (encode wraps lines at 76 characters; translate takes
  * the newlines out), so the page arrives as one string per item.
+ *
+ * Bounded in bytes (guarantee 8): each candidate's JSON length comes from
+ * octet_length, which reads a TOASTed value's length from its pointer, with
+ * a running sum; only the rows inside the budget have their JSON built, so
+ * only they are detoasted and travel (the window passes TOAST pointers
+ * through; measured: a 1-byte budget over 3 MB boards reads one board's
+ * TOAST pages). `total` is the candidates' count: more than the rows
+ * returned means `more`. $1 user, $2 after, $3 limit, $4 maxBytes.
  */
-const PAGE = `
-SELECT position, CASE
-  WHEN op IS NOT NULL THEN '{"clientId":' || coalesce(to_json(client_id)::text, 'null') || ',"op":' || op || '}'
-  ELSE '{"clientId":' || coalesce(to_json(client_id)::text, 'null') || ',"board":{"sessionId":' || to_json(session_id)::text
-    || ',"update":"' || translate(encode(board, 'base64'), E'\\n', '') || '"'
-    || coalesce(',"after":' || to_json(life_after)::text, '') || '}}'
+const PAGE_ROWS = `
+SELECT s.position, s.total, CASE
+  WHEN s.op IS NOT NULL THEN '{"clientId":' || coalesce(to_json(s.client_id)::text, 'null') || ',"op":' || s.op || '}'
+  ELSE '{"clientId":' || coalesce(to_json(s.client_id)::text, 'null') || ',"board":{"sessionId":' || to_json(s.session_id)::text
+    || ',"update":"' || translate(encode(s.board, 'base64'), E'\\n', '') || '"'
+    || coalesce(',"after":' || to_json(s.life_after)::text, '') || '}}'
 END AS json
-FROM tabula_items WHERE user_id = $1 AND position > $2 ORDER BY position LIMIT $3`;
+FROM (
+  SELECT c.*, row_number() OVER w AS n, sum(c.size) OVER w AS bytes, count(*) OVER () AS total
+  FROM (
+    SELECT position, client_id, session_id, op, board, life_after, CASE
+      WHEN op IS NOT NULL THEN 19 + octet_length(coalesce(to_json(client_id)::text, 'null')) + octet_length(op)
+      ELSE 48 + octet_length(coalesce(to_json(client_id)::text, 'null')) + octet_length(to_json(session_id)::text) + (octet_length(board)::bigint + 2) / 3 * 4
+        + coalesce(9 + octet_length(to_json(life_after)::text), 0)
+    END AS size
+    FROM tabula_items WHERE user_id = $1 AND position > $2::bigint ORDER BY position LIMIT $3::bigint + 1
+  ) c
+  WINDOW w AS (ORDER BY c.position ROWS UNBOUNDED PRECEDING)
+) s
+WHERE s.n <= $3::bigint AND (s.n = 1 OR s.bytes <= $4::bigint)`;
+
+const PAGE = `${PAGE_ROWS} ORDER BY s.position`;
+
+/**
+ * A poke's read: the user's head and, in the same snapshot, the page after $2 (one row with a null
+ * position when the page is empty; none when the user has no head row).
+ */
+const POKE_PAGE = `SELECT h.head, p.position, p.total, p.json FROM tabula_heads h LEFT JOIN LATERAL (${PAGE_ROWS}) p ON true WHERE h.user_id = $1 ORDER BY p.position`;
 
 interface PushRow {
-  out_status: 'applied' | 'gap';
+  out_status: 'applied' | 'gap' | 'unknown-life';
   out_last_seq: string;
   out_appended: string;
   out_head: string;
+  out_index: string | null;
 }
 
 /** Options of {@link postgresStore}. */
@@ -133,7 +209,6 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
   // would end the process unhandled; the next query simply opens a new connection.
   if (ownsPool) pool.on('error', (error) => console.error('tabula-server: an idle PostgreSQL connection failed', error.message));
   const listeners = new PokeListeners();
-  const heads = new Map<string, number>();
   let listener: Pg.PoolClient | undefined;
   let closed = false;
   let reconnectTimer: ReturnType<typeof setTimeout> | undefined;
@@ -143,7 +218,9 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
     try {
       await client.query('BEGIN');
       await client.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);
+      const lives = await client.query<{ found: boolean }>("SELECT to_regclass('tabula_lives') IS NOT NULL AS found");
       await client.query(SCHEMA);
+      if (!lives.rows[0]!.found) await backfillLives(client);
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
@@ -153,14 +230,44 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
     }
   }
 
+  /** Fills the new tabula_lives from the ops already stored, in pages (see LIFE_CANDIDATES). */
+  async function backfillLives(client: Pg.PoolClient): Promise<void> {
+    let from: [string, string] = ['', '0'];
+    for (;;) {
+      const rows = (await client.query<{ position: string; user_id: string; session_id: string; op: string }>(LIFE_CANDIDATES, from)).rows;
+      if (rows.length === 0) return;
+      const lives = livesOfStoredOps(rows.map((row) => ({ userId: row.user_id, sessionId: row.session_id, op: row.op })));
+      if (lives.length > 0) {
+        await client.query('INSERT INTO tabula_lives (user_id, session_id, after) SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING', [
+          lives.map((life) => life[0]),
+          lives.map((life) => life[1]),
+          lives.map((life) => life[2]),
+        ]);
+      }
+      const last = rows[rows.length - 1]!;
+      from = [last.user_id, last.position];
+    }
+  }
+
+  let ignored = 0;
+  let ignoredLoggedAt = -Infinity;
+  /** Counts a notification that was not a poke of ours; says so at most once per IGNORED_LOG_INTERVAL_MS. */
+  function ignore(): void {
+    ignored++;
+    const now = Date.now();
+    if (now - ignoredLoggedAt < IGNORED_LOG_INTERVAL_MS) return;
+    console.warn(`tabula-server: ignored ${ignored} notification(s) on ${CHANNEL} that are not a Tabula poke; something else sends on that channel.`);
+    ignoredLoggedAt = now;
+    ignored = 0;
+  }
+
   async function listen(): Promise<void> {
     const client = await pool.connect();
     client.on('notification', (message) => {
-      if (message.channel !== CHANNEL || message.payload === undefined) return;
-      const { u, h, a, i } = JSON.parse(message.payload) as PokePayload;
-      heads.set(u, Math.max(h, heads.get(u) ?? 0));
-      const appended = a !== undefined && i !== undefined ? { after: a, items: i.map(([position, item]) => ({ position, json: JSON.stringify(item) })) } : undefined;
-      listeners.poke(u, h, appended);
+      if (message.channel !== CHANNEL) return;
+      const poke = parsePoke(message.payload);
+      if (poke === null) return ignore();
+      hint(poke.userId, poke.after);
     });
     const dropped = (): void => {
       if (listener !== client) return;
@@ -177,7 +284,8 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
   async function relisten(): Promise<void> {
     try {
       await listen();
-      listeners.pokeAll((userId) => heads.get(userId) ?? 0);
+      // A notification may have been lost while no connection listened: read every subscribed user's log again.
+      for (const userId of listeners.users()) hint(userId, undefined);
     } catch (error) {
       console.error('tabula-server: reopening the LISTEN connection failed; retrying', error);
       if (!closed) reconnectTimer = setTimeout(() => void relisten(), reconnectMs);
@@ -207,6 +315,76 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
     }
   }
 
+  /**
+   * What this instance has read for a user with subscribers here. `delivered` is the head of its last
+   * poke of the user (undefined before the first): the next read starts there, so each poke continues
+   * the one before. `wanted` is a hint that came while a read ran; `from` the lowest position hints named
+   * before anything was delivered.
+   */
+  interface Reader {
+    delivered: number | undefined;
+    from: number | undefined;
+    wanted: boolean;
+    running: Promise<void> | undefined;
+  }
+  const readers = new Map<string, Reader>();
+
+  /**
+   * A hint that `userId`'s log may have grown past `from` (undefined: unknown, after a lost
+   * connection). Ignored for users without subscribers here; otherwise one read runs, and hints that
+   * come while it runs make one more after it.
+   */
+  function hint(userId: string, from: number | undefined): void {
+    if (closed || !listeners.has(userId)) return;
+    let reader = readers.get(userId);
+    if (!reader) readers.set(userId, (reader = { delivered: undefined, from: undefined, wanted: false, running: undefined }));
+    reader.wanted = true;
+    if (from !== undefined) reader.from = Math.min(from, reader.from ?? from);
+    reader.running ??= drain(userId, reader);
+  }
+
+  async function drain(userId: string, reader: Reader): Promise<void> {
+    try {
+      while (reader.wanted && !closed && listeners.has(userId)) {
+        reader.wanted = false;
+        const from = reader.delivered ?? reader.from;
+        reader.from = undefined;
+        try {
+          await readAndPoke(userId, reader, from);
+        } catch (error) {
+          console.error('tabula-server: reading the items of a poke failed; subscribers catch up on their next pull', error);
+        }
+      }
+    } finally {
+      reader.running = undefined;
+      if (!listeners.has(userId) && readers.get(userId) === reader) readers.delete(userId);
+    }
+  }
+
+  /**
+   * One read of the tables for a poke: the head and the page after `from`, in one snapshot. Pokes when
+   * the head passed what was delivered, with the page when it reaches the head and is small enough.
+   */
+  async function readAndPoke(userId: string, reader: Reader, from: number | undefined): Promise<void> {
+    if (from === undefined) {
+      const head = Number((await pool.query<{ head: string }>('SELECT head FROM tabula_heads WHERE user_id = $1', [userId])).rows[0]?.head ?? 0);
+      reader.delivered = head;
+      listeners.poke(userId, head);
+      return;
+    }
+    const rows = (await pool.query<[string, string | null, string | null, string | null]>({ text: POKE_PAGE, values: [userId, from, POKE_MAX_ITEMS, POKE_ITEMS_MAX_BYTES], rowMode: 'array' })).rows;
+    if (rows.length === 0) return;
+    const head = Number(rows[0]![0]);
+    // A hint about nothing new here (a repeat, or one that named a position past the head).
+    if (head <= from) return;
+    const items = rows.filter((row) => row[1] !== null).map(([, position, , json]) => pulledItem(userId, position!, json));
+    const complete = items.length === 0 || Number(rows[0]![2]) <= items.length;
+    reader.delivered = head;
+    const appended = complete ? pokeItems(from, items) : undefined;
+    if (appended) listeners.poke(userId, head, appended);
+    else listeners.poke(userId, head);
+  }
+
   const pokesInFlight = new Set<Promise<void>>();
   /** The last poke sent for each user, which the next one waits for. */
   const pokeChains = new Map<string, Promise<void>>();
@@ -216,15 +394,13 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
    * flush, which serialises every pushing user's commits (measured: push
    * throughput a third lower). The push is answered without waiting for it.
    * A crash between COMMIT and NOTIFY loses only the poke; clients pull on
-   * reconnect and poll without one.
+   * reconnect and poll without one. The payload names the user, the new
+   * head and the head before; never items (see the module comment).
    */
-  function notify(userId: string, head: number, appended: StorePokeItems | undefined): void {
-    const bare = JSON.stringify({ u: userId, h: head } satisfies PokePayload);
-    // The items go in as they are (JSON text already); a payload too large for NOTIFY goes without them.
-    const full = appended && `${bare.slice(0, -1)},"a":${appended.after},"i":[${appended.items.map((item) => `[${item.position},${item.json}]`).join(',')}]}`;
-    const payload = full !== undefined && Buffer.byteLength(full) < NOTIFY_MAX_BYTES ? full : bare;
+  function notify(userId: string, head: number, after: number): void {
+    const payload = JSON.stringify({ u: userId, h: head, a: after } satisfies PokePayload);
     // A user's pokes go out one after the other, in push order: on two pool connections a later poke
-    // could overtake an earlier one, and a client then pulls instead of taking the items it carries.
+    // could overtake an earlier one, and listeners would read for it first.
     const sent: Promise<void> = (pokeChains.get(userId) ?? Promise.resolve())
       .then(() => pool.query('SELECT pg_notify($1, $2)', [CHANNEL, payload]))
       .then(
@@ -240,15 +416,16 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
   }
 
   /**
-   * Drops the session's board updates of lives older than the newest one stored (a delete ended them:
-   * every client drops them too, whichever was pushed first), then, once life `after` holds more than
+   * Drops the session's board updates of lives older than the newest one a stored op began (its
+   * delete ended them: every client drops them too, whichever was pushed first; never a board row's
+   * claim, and in code-unit order as clients compare), then, once life `after` holds more than
    * `compactAfter`, merges its oldest rows within the compactor's budget (see createBoardCompactor).
    * `IS NOT DISTINCT FROM` matches NULL too: a board from before lives were named is one life of its own.
    */
   async function compact(client: Pg.PoolClient, userId: string, sessionId: string, after: string | null): Promise<void> {
     await client.query(
-      'DELETE FROM tabula_items WHERE user_id = $1 AND session_id = $2 AND board IS NOT NULL AND life_after < ' +
-        '(SELECT max(life_after) FROM tabula_items WHERE user_id = $1 AND session_id = $2 AND board IS NOT NULL)',
+      'DELETE FROM tabula_items WHERE user_id = $1 AND session_id = $2 AND board IS NOT NULL AND life_after COLLATE "C" < ' +
+        '(SELECT max(after) FROM tabula_lives WHERE user_id = $1 AND session_id = $2)',
       [userId, sessionId],
     );
     const life = 'user_id = $1 AND session_id = $2 AND board IS NOT NULL AND life_after IS NOT DISTINCT FROM $3';
@@ -308,8 +485,9 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
       const ops: (string | null)[] = [];
       const boards: (Buffer | null)[] = [];
       const lives: (string | null)[] = [];
-      // The (session, life) pairs this push adds board updates to.
-      const boardSessions = new Map<string, [string, string | null]>();
+      const begun: { seqs: number[]; sessions: string[]; lives: string[] } = { seqs: [], sessions: [], lives: [] };
+      // The (session, life, seq) of this push's board updates.
+      const boardItems: [string, string | null, number][] = [];
       for (const item of items) {
         seqs.push(item.seq);
         if ('op' in item) {
@@ -317,6 +495,11 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
           ops.push(JSON.stringify(item.op));
           boards.push(null);
           lives.push(null);
+          for (const life of livesBegunBy(item.op)) {
+            begun.seqs.push(item.seq);
+            begun.sessions.push(item.op.sessionId);
+            begun.lives.push(life);
+          }
         } else {
           sessions.push(item.board.sessionId);
           ops.push(null);
@@ -324,47 +507,34 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
           boards.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
           const after = item.board.after ?? null;
           lives.push(after);
-          boardSessions.set(JSON.stringify([item.board.sessionId, after]), [item.board.sessionId, after]);
+          boardItems.push([item.board.sessionId, after, item.seq]);
         }
       }
-      const params = [userId, clientId, seqs, sessions, ops, boards, lives];
-      let appended: StorePokeItems | undefined;
+      const params = [userId, clientId, seqs, sessions, ops, boards, lives, begun.seqs, begun.sessions, begun.lives];
       let result: StorePushResult;
-      if (boardSessions.size === 0) {
+      if (boardItems.length === 0) {
         // One statement in its own transaction: resolved after PostgreSQL has committed it.
         result = toPushResult((await pool.query<PushRow>(PUSH, params)).rows[0]);
-        if (result.status === 'applied' && result.appended > 0 && result.appended <= POKE_MAX_ITEMS) {
-          // Ops are stored as sent, so their pulled JSON is known without reading it back: the new seqs
-          // took the positions after the old head, in seq order.
-          const after = result.head - result.appended;
-          const firstSeq = result.lastSeq - result.appended + 1;
-          const pulled: StorePulledItem[] = [];
-          items.forEach((item, k) => {
-            if (item.seq >= firstSeq) pulled.push({ position: after + item.seq - firstSeq + 1, json: `{"clientId":${JSON.stringify(clientId)},"op":${ops[k]!}}` });
-          });
-          appended = pokeItems(after, pulled);
-        }
       } else {
         // Compaction reads the rows just written, so it needs statements of its own in the same transaction.
         result = await inTransaction(async (client) => {
           const pushed = toPushResult((await client.query<PushRow>(PUSH, params)).rows[0]);
           if (pushed.status !== 'applied' || pushed.appended === 0) return pushed;
-          for (const [sessionId, after] of boardSessions.values()) await compact(client, userId, sessionId, after);
-          if (pushed.appended <= POKE_MAX_ITEMS) {
-            // After compaction, the pull's own query over the push's positions: what a pull would get now.
-            const after = pushed.head - pushed.appended;
-            appended = pokeItems(after, await pageOf(client, userId, after, pushed.appended));
-          }
+          // The (session, life) pairs the push added board updates to; retried items added none.
+          const firstNew = pushed.lastSeq - pushed.appended + 1;
+          const added = new Map(boardItems.filter(([, , seq]) => seq >= firstNew).map(([sessionId, after]) => [JSON.stringify([sessionId, after]), [sessionId, after] as const]));
+          for (const [sessionId, after] of added.values()) await compact(client, userId, sessionId, after);
           return pushed;
         });
       }
-      if (result.status === 'applied' && result.appended > 0) notify(userId, result.head, appended);
+      if (result.status === 'applied' && result.appended > 0) notify(userId, result.head, result.head - result.appended);
       return result;
     },
-    async pull(userId, after, limit): Promise<StorePullPage> {
+    async pull(userId, after, limit, maxBytes): Promise<StorePullPage> {
       await open();
-      const items = await pageOf(pool, userId, after, limit + 1);
-      return { items: items.slice(0, limit), more: items.length > limit };
+      const rows = (await pool.query<[string, string, string | null]>({ text: PAGE, values: [userId, after, limit, pageBudget(maxBytes)], rowMode: 'array' })).rows;
+      const items = rows.map(([position, , json]) => pulledItem(userId, position, json));
+      return { items, more: rows.length > 0 && Number(rows[0]![1]) > rows.length };
     },
     async head(userId) {
       await open();
@@ -378,7 +548,13 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
     },
     async subscribe(userId, onPoke) {
       await open();
-      return listeners.add(userId, onPoke);
+      const off = listeners.add(userId, onPoke);
+      return () => {
+        off();
+        // What was read for the user goes with its last subscriber (a running read drops it when done).
+        const reader = readers.get(userId);
+        if (reader && !reader.running && !listeners.has(userId)) readers.delete(userId);
+      };
     },
     async close() {
       if (closed) return;
@@ -386,7 +562,7 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
       clearTimeout(reconnectTimer);
       listeners.clear();
       await ready?.catch(() => {});
-      await Promise.all(pokesInFlight);
+      await Promise.all([...pokesInFlight, ...[...readers.values()].map((reader) => reader.running)]);
       const client = listener;
       listener = undefined;
       client?.release(true);
@@ -395,25 +571,43 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
   };
 }
 
-/** The NOTIFY payload of a poke: user, head, and the pushed items (`a` the head before, `i` [position, item]) when they fit. */
+/** The NOTIFY payload of a poke: the user, the new head and the head before. Only a hint (see the module comment). */
 interface PokePayload {
   u: string;
   h: number;
-  a?: number;
-  i?: [number, unknown][];
+  a: number;
 }
 
-/** Up to `limit` items of `userId` after position `after`, in their wire JSON (the PAGE query). */
-async function pageOf(client: Pick<Pg.Pool, 'query'>, userId: string, after: number, limit: number): Promise<StorePulledItem[]> {
-  const result = await client.query<[string, string | null]>({ text: PAGE, values: [userId, after, limit], rowMode: 'array' });
-  return result.rows.map(([position, json]) => {
-    if (json === null) throw new TabulaError('storage/failed', `Item ${position} of user ${userId} holds neither an op nor a board update.`);
-    return { position: Number(position), json };
-  });
+/**
+ * The user and position a notification names, or null when it is not a poke of ours: too long, not
+ * JSON, a user id that breaks the name rules (no user could hold it), positions that are not whole
+ * numbers with 0 ≤ a < h. Other fields are never read: a listener takes nothing else from a
+ * notification.
+ */
+function parsePoke(payload: string | undefined): { userId: string; after: number } | null {
+  if (payload === undefined || payload.length > POKE_PAYLOAD_MAX_LENGTH) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(payload);
+  } catch {
+    return null;
+  }
+  if (typeof value !== 'object' || value === null) return null;
+  const { u, h, a } = value as Record<string, unknown>;
+  if (findNameProblem(u, ID_MAX_LENGTH) !== null) return null;
+  if (!Number.isSafeInteger(h) || !Number.isSafeInteger(a) || (a as number) < 0 || (a as number) >= (h as number)) return null;
+  return { userId: u as string, after: a as number };
+}
+
+/** A page row as the store hands it out; a row whose JSON the query could not build is corrupt. */
+function pulledItem(userId: string, position: string, json: string | null): StorePulledItem {
+  if (json === null) throw new TabulaError('storage/failed', `Item ${position} of user ${userId} holds neither an op nor a board update.`);
+  return { position: Number(position), json };
 }
 
 function toPushResult(row: PushRow | undefined): StorePushResult {
-  if (row === undefined) throw new TabulaError('storage/failed', 'tabula_push_v1 returned no row.');
+  if (row === undefined) throw new TabulaError('storage/failed', 'tabula_push_v3 returned no row.');
   if (row.out_status === 'gap') return { status: 'gap', lastSeq: Number(row.out_last_seq) };
+  if (row.out_status === 'unknown-life') return { status: 'unknown-life', index: Number(row.out_index) };
   return { status: 'applied', lastSeq: Number(row.out_last_seq), appended: Number(row.out_appended), head: Number(row.out_head) };
 }

@@ -266,6 +266,16 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
       if (items[i]!.seq === items[i - 1]!.seq) throw new TabulaError('schema/invalid', `The push holds seq ${items[i]!.seq} twice; number items 1, 2, 3… per client.`);
     }
     const result = await store.push(userId, push.clientId, items);
+    if (result.status === 'unknown-life') {
+      // The store names its (sorted) item, a board update; seqs are unique, so the seq finds the request's.
+      const refused = items[result.index]!;
+      const i = push.items.findIndex((item) => item.seq === refused.seq);
+      const life = 'board' in refused ? `${JSON.stringify(refused.board.after)}, a life of session ${JSON.stringify(refused.board.sessionId)}` : 'a life';
+      throw new TabulaError(
+        'schema/invalid',
+        `items[${i}].board.after is ${life} that no op of this user began (a life's after is the order of the session.delete it follows, or '' for a first life); push the delete, or an op written in that life, before its board. Nothing of this push was stored.`,
+      );
+    }
     if (result.status === 'gap') {
       const first = items.find((item) => item.seq > result.lastSeq)!.seq;
       return c.json(
@@ -282,7 +292,8 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
     const userId = await userOf(c);
     const pull = parseWire(PullRequestSchema, await readJson(c.req.raw, limits.maxBodyBytes), 'The pull body');
     const limit = Math.min(pull.limit ?? limits.maxPullItems, limits.maxPullItems);
-    const page = await store.pull(userId, pull.cursor === null ? 0 : Number(pull.cursor), limit);
+    // The byte budget keeps a page of large items from growing past what one answer can hold.
+    const page = await store.pull(userId, pull.cursor === null ? 0 : Number(pull.cursor), limit, limits.maxPullBytes);
     // Built as text from the items' wire JSON, which the store made from what it validated
     // and stored: nothing of the page is parsed or serialised again.
     const items = page.items.map((item) => item.json).join(',');

@@ -10,7 +10,7 @@ import { TabulaError } from '../core/errors.js';
 import { createBoardCompactor, encodeBase64 } from './board.js';
 import { loadDriver } from './driver.js';
 import { PokeListeners } from './listeners.js';
-import { POKE_MAX_ITEMS, pokeItems, type ServerStore, type StoreOptions, type StorePokeItems, type StorePullPage, type StorePulledItem, type StorePushItem, type StorePushResult } from './store.js';
+import { POKE_ITEMS_MAX_BYTES, POKE_MAX_ITEMS, livesBegunBy, livesOfStoredOps, pageBudget, pokeItems, type ServerStore, type StoreOptions, type StorePokeItems, type StorePullPage, type StorePushItem, type StorePushResult } from './store.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS tabula_heads (user_id TEXT PRIMARY KEY, head INTEGER NOT NULL) WITHOUT ROWID;
@@ -28,10 +28,41 @@ CREATE INDEX IF NOT EXISTS tabula_items_board ON tabula_items (user_id, session_
 const LIFE_COLUMN = 'ALTER TABLE tabula_items ADD COLUMN life_after TEXT';
 
 /**
- * A page of a user's log, each item already in its wire JSON (a `PullItem`):
- * the op text as stored, the board bytes in base64. SQLite builds the text
- * (json_quote escapes the ids), so the page reaches JavaScript as one string
- * per item, not an object of five columns to be serialised again.
+ * The session lives stored ops began (guarantee 9, {@link livesBegunBy}): what a board update may name,
+ * and what "the newest life" is when older lives' updates are dropped. TEXT compares with BINARY
+ * collation, byte order of UTF-8: code-unit order for the ASCII order keys, as clients compare them.
+ */
+const LIVES = `
+CREATE TABLE tabula_lives (
+  user_id TEXT NOT NULL, session_id TEXT NOT NULL, after TEXT NOT NULL,
+  PRIMARY KEY (user_id, session_id, after)) WITHOUT ROWID;
+`;
+
+/** Ops stored before tabula_lives existed that may begin a life (see livesOfStoredOps), a page at a time. */
+const LIFE_CANDIDATES = `SELECT user_id, position, session_id, op FROM tabula_items
+WHERE op IS NOT NULL AND (instr(op, '"kind":"session.delete"') > 0 OR instr(op, '"after":"') > 0) AND (user_id, position) > (?, ?)
+ORDER BY user_id, position LIMIT 500`;
+
+/**
+ * Each item's length in wire JSON, from column lengths alone (octet_length
+ * and length of a column need no content), in position order: `pull`
+ * iterates it and stops at the item that passes the byte budget
+ * (guarantee 8), so a page of large items reads no row past the next one.
+ */
+const SIZES = `
+SELECT CASE
+  WHEN op IS NOT NULL THEN 19 + octet_length(json_quote(client_id)) + octet_length(op)
+  ELSE 48 + octet_length(json_quote(client_id)) + octet_length(json_quote(session_id)) + (length(board) + 2) / 3 * 4
+    + CASE WHEN life_after IS NULL THEN 0 ELSE 9 + octet_length(json_quote(life_after)) END
+END
+FROM tabula_items WHERE user_id = ? AND position > ? ORDER BY position LIMIT ?`;
+
+/**
+ * The first items after a position, each already in its wire JSON (a
+ * `PullItem`): the op text as stored, the board bytes in base64. SQLite
+ * builds the text (json_quote escapes the ids), so the page reaches
+ * JavaScript as one string per item, not an object of five columns to be
+ * serialised again.
  */
 const PAGE = `
 SELECT position, CASE
@@ -56,6 +87,19 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
   db.pragma('busy_timeout = 5000');
   db.exec(SCHEMA);
   if (!db.prepare<[], { name: string }>('SELECT name FROM pragma_table_info(\'tabula_items\')').all().some((column) => column.name === 'life_after')) db.exec(LIFE_COLUMN);
+  // Created and filled in one write transaction: a second process opening the file waits, then finds it.
+  db.transaction(() => {
+    if (db.prepare('SELECT 1 FROM sqlite_master WHERE type = \'table\' AND name = \'tabula_lives\'').get() !== undefined) return;
+    db.exec(LIVES);
+    const candidates = db.prepare<[string, number], { user_id: string; position: number; session_id: string; op: string }>(LIFE_CANDIDATES);
+    const record = db.prepare<[string, string, string]>('INSERT OR IGNORE INTO tabula_lives (user_id, session_id, after) VALUES (?, ?, ?)');
+    for (let from: [string, number] = ['', 0]; ; ) {
+      const rows = candidates.all(...from);
+      if (rows.length === 0) break;
+      for (const life of livesOfStoredOps(rows.map((row) => ({ userId: row.user_id, sessionId: row.session_id, op: row.op })))) record.run(...life);
+      from = [rows.at(-1)!.user_id, rows.at(-1)!.position];
+    }
+  }).immediate();
   // Base64 for PAGE; SQLite calls it only for board rows.
   db.function('tabula_base64', { deterministic: true }, (userId, position, board) => {
     if (!Buffer.isBuffer(board)) throw new TabulaError('storage/failed', `Item ${String(position)} of user ${String(userId)} holds neither an op nor a board update.`);
@@ -86,16 +130,42 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
   const deleteBoard = db.prepare<[string, string, string | null, number, number]>(
     'DELETE FROM tabula_items WHERE user_id = ? AND session_id = ? AND board IS NOT NULL AND life_after IS ? AND position BETWEEN ? AND ?',
   );
+  // The newest life a stored op began, never a board row's claim: a board naming a life is refused unless one did.
   const deleteOlderLives = db.prepare<{ user: string; session: string }>(
     'DELETE FROM tabula_items WHERE user_id = @user AND session_id = @session AND board IS NOT NULL AND life_after < ' +
-      '(SELECT max(life_after) FROM tabula_items WHERE user_id = @user AND session_id = @session AND board IS NOT NULL)',
+      '(SELECT max(after) FROM tabula_lives WHERE user_id = @user AND session_id = @session)',
   );
-  const page = db.prepare<[string, number, number], [number, string]>(PAGE).raw();
+  const hasLife = db.prepare<[string, string, string]>('SELECT 1 FROM tabula_lives WHERE user_id = ? AND session_id = ? AND after = ?').pluck();
+  const addLife = db.prepare<[string, string, string]>('INSERT OR IGNORE INTO tabula_lives (user_id, session_id, after) VALUES (?, ?, ?)');
+  const sizes = db.prepare<[string, number, number], number>(SIZES).pluck();
+  const pageStatement = db.prepare<[string, number, number], [number, string]>(PAGE).raw();
 
   /**
-   * Drops the session's board updates of lives older than the newest one stored (a delete ended them:
-   * every client drops them too, whichever was pushed first), then, once life `after` holds more than
-   * `compactAfter`, merges its oldest rows within the compactor's budget (see createBoardCompactor).
+   * Up to `limit` items after `after` within `maxBytes` of JSON, and whether more follow: SIZES finds
+   * where the page ends, PAGE reads it. One read transaction, so both see the same rows.
+   */
+  const page = db.transaction((userId: string, after: number, limit: number, maxBytes: number): StorePullPage => {
+    const budget = pageBudget(maxBytes);
+    let count = 0;
+    let bytes = 0;
+    let more = false;
+    for (const size of sizes.iterate(userId, after, limit + 1)) {
+      bytes += size;
+      if (count === limit || (count > 0 && bytes > budget)) {
+        more = true;
+        break;
+      }
+      count++;
+    }
+    if (count === 0) return { items: [], more: false };
+    return { items: pageStatement.all(userId, after, count).map(([position, json]) => ({ position, json })), more };
+  });
+
+  /**
+   * Drops the session's board updates of lives older than the newest one a stored op began (its
+   * delete ended them: every client drops them too, whichever was pushed first), then, once life
+   * `after` holds more than `compactAfter`, merges its oldest rows within the compactor's budget (see
+   * createBoardCompactor).
    */
   function compact(userId: string, sessionId: string, after: string | null): void {
     deleteOlderLives.run({ user: userId, session: sessionId });
@@ -120,6 +190,19 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
     let head = getHead.get(userId)?.head ?? 0;
     if (fresh.length === 0) return { result: { status: 'applied', lastSeq, appended: 0, head } };
     if (fresh.some((item, i) => item.seq !== lastSeq + 1 + i)) return { result: { status: 'gap', lastSeq } };
+    // Guarantee 9, checked before anything is written: a life must be begun by a stored op or an earlier item.
+    const begun = new Set<string>();
+    for (const [index, item] of items.entries()) {
+      if (item.seq <= lastSeq) continue;
+      if ('op' in item) {
+        for (const life of livesBegunBy(item.op)) begun.add(JSON.stringify([item.op.sessionId, life]));
+      } else {
+        const { sessionId, after } = item.board;
+        if (after !== undefined && after !== '' && !begun.has(JSON.stringify([sessionId, after])) && hasLife.get(userId, sessionId, after) === undefined) {
+          return { result: { status: 'unknown-life', index } };
+        }
+      }
+    }
     const before = head;
     // The (session, life) pairs this push added board updates to.
     const boards = new Map<string, [string, string | null]>();
@@ -127,6 +210,7 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
       head++;
       if ('op' in item) {
         insert.run(userId, head, clientId, item.op.sessionId, JSON.stringify(item.op), null, null);
+        for (const life of livesBegunBy(item.op)) addLife.run(userId, item.op.sessionId, life);
       } else {
         const after = item.board.after ?? null;
         insert.run(userId, head, clientId, item.board.sessionId, null, item.board.update, after);
@@ -140,11 +224,8 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
     const result: StorePushResult = { status: 'applied', lastSeq: newSeq, appended: fresh.length, head };
     if (!listeners.has(userId) || fresh.length > POKE_MAX_ITEMS) return { result };
     // The pull's own query over the push's positions, after compaction: what a pull would get now.
-    const rows = page.all(userId, before, fresh.length);
-    const appended = pokeItems(
-      before,
-      rows.map(([position, json]) => ({ position, json })),
-    );
+    const pulled = page(userId, before, fresh.length, POKE_ITEMS_MAX_BYTES);
+    const appended = pulled.more ? undefined : pokeItems(before, pulled.items);
     return appended ? { result, appended } : { result };
   });
 
@@ -161,13 +242,10 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
         if (result.status === 'applied' && result.appended > 0) listeners.poke(userId, result.head, appended);
         return result;
       }),
-    pull: (userId, after, limit) =>
+    pull: (userId, after, limit, maxBytes) =>
       settle((): StorePullPage => {
         assertOpen();
-        const rows = page.all(userId, after, limit + 1);
-        const items: StorePulledItem[] = [];
-        for (let i = 0; i < rows.length && i < limit; i++) items.push({ position: rows[i]![0], json: rows[i]![1] });
-        return { items, more: rows.length > limit };
+        return page(userId, after, limit, maxBytes);
       }),
     head: (userId) =>
       settle(() => {

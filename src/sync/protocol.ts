@@ -50,6 +50,13 @@ export interface SyncLimits {
    * (see `BoardUpdateLimits`). @default 131072
    */
   readonly maxUpdateStructs: number;
+  /**
+   * Most bytes of item JSON in one pull answer: a page stops before the item
+   * that would pass it (a single larger item still goes alone), and says
+   * `more`. Bounds the server's memory per pull whatever the items weigh.
+   * @default 4194304 (4 MiB)
+   */
+  readonly maxPullBytes: number;
   /** Most items one pull returns, whatever `limit` asks for. @default 1000 */
   readonly maxPullItems: number;
   /**
@@ -76,6 +83,7 @@ export const DEFAULT_SYNC_LIMITS: SyncLimits = Object.freeze({
   maxPushItems: 1000,
   maxUpdateBytes: DEFAULT_BOARD_UPDATE_LIMITS.maxBytes,
   maxUpdateStructs: DEFAULT_BOARD_UPDATE_LIMITS.maxStructs,
+  maxPullBytes: 4 * 1024 * 1024,
   maxPullItems: 1000,
   bodyTimeoutMs: 60_000,
   maxStreamQueueBytes: 256 * 1024,

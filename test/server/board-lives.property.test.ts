@@ -11,12 +11,14 @@
  * replays one.
  */
 import fc from 'fast-check';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import * as Y from 'yjs';
-import { postgresStore, sqliteStore, type ServerStore, type StoreOptions } from '../../src/server/index.js';
+import { makeOp } from '../../src/core/index.js';
+import { postgresStore, sqliteStore, type ServerStore, type StoreOptions, type StorePushItem } from '../../src/server/index.js';
 import { fcParams, TEST_SEED } from '../unit/seed.js';
 import { boardWriter, decodePulled, uniqueUser } from './helpers.js';
 
@@ -49,7 +51,7 @@ function reader(lifeStarts: readonly number[]) {
   return {
     async pull(store: ServerStore, userId: string, pageSize: number): Promise<void> {
       for (;;) {
-        const page = await store.pull(userId, cursor, pageSize);
+        const page = await store.pull(userId, cursor, pageSize, Number.MAX_SAFE_INTEGER);
         for (const item of page.items.map(decodePulled)) {
           // The ops of lives that started up to here have been applied: the session is of the newest of them.
           const now = lifeStarts.filter((start) => start <= item.position).length - 1;
@@ -82,15 +84,19 @@ async function check(open: (options: StoreOptions) => ServerStore, steps: Step[]
         await readers[step.reader]!.pull(store, userId, step.pageSize);
         continue;
       }
+      // A newer life begins with the delete that a store requires before any board names it.
+      const items: StorePushItem[] = [];
       if (step.life === 'newer') {
         lives.push(boardWriter());
         lifeStarts.push(head + 1);
+        items.push({ seq: ++seqs[step.client]!, op: makeOp('session.delete', { id: randomUUID(), userId, sessionId: 's1', order: lifeAfter(lives.length - 1), body: {} }) });
       }
       const index = step.life === 'older' ? Math.max(0, lives.length - 2) : lives.length - 1;
       const update = lives[index]!.write(`k${++written}`, `life ${index}`);
-      const result = await store.push(userId, `c${step.client}`, [{ seq: ++seqs[step.client]!, board: { sessionId: 's1', update, after: lifeAfter(index) } }]);
+      items.push({ seq: ++seqs[step.client]!, board: { sessionId: 's1', update, after: lifeAfter(index) } });
+      const result = await store.push(userId, `c${step.client}`, items);
       expect(result.status).toBe('applied');
-      head += 1;
+      head += items.length;
     }
     const newest = lives.at(-1)!.doc.getMap('board').toJSON();
     const fresh = reader(lifeStarts);
@@ -99,7 +105,7 @@ async function check(open: (options: StoreOptions) => ServerStore, steps: Step[]
       expect(each.board()).toEqual(newest);
     }
     // What the store keeps of older lives (if anything) is never merged into the newest life's updates.
-    const stored = (await store.pull(userId, 0, 1000)).items.map(decodePulled);
+    const stored = (await store.pull(userId, 0, 1000, Number.MAX_SAFE_INTEGER)).items.map(decodePulled);
     const newestUpdates = stored.flatMap((item) => ('board' in item && item.board.after === lifeAfter(lives.length - 1) ? [item.board.update] : []));
     const merged = new Y.Doc();
     for (const update of newestUpdates) Y.applyUpdate(merged, update);

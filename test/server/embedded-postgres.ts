@@ -8,6 +8,31 @@ import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
+/** `url` with its database replaced by `database`. */
+export function databaseUrl(url: string, database: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${database}`;
+  return parsed.toString();
+}
+
+/**
+ * Creates database `name` on the server of `url` (a superuser's) whose default collation is ICU's
+ * `en-US` (CTYPE C.UTF-8, which this build always has): it orders text as people read it (lower case
+ * before upper, punctuation before letters), not in code-unit order as the C collation does. Returns
+ * its URL. The bundled PostgreSQL ships ICU; production databases are often created like this.
+ */
+export async function createIcuDatabase(url: string, name: string): Promise<string> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${name} TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'`);
+  } finally {
+    await client.end();
+  }
+  return databaseUrl(url, name);
+}
+
 /** A running PostgreSQL and how to stop it. */
 export interface RunningPostgres {
   /** `postgres://…` connection string of the `postgres` database. */

@@ -4,7 +4,8 @@
  * pin that down through `server.fetch` on both stores: every page is,
  * byte for byte, the envelope around the JSON of the validated items that
  * were pushed, in commit order from any cursor, with `more` false only at
- * the end; and it passes the protocol's own `PullResponseSchema`. Item
+ * the end, cut short by the server's `maxPullBytes` (after the first item,
+ * never past it); and it passes the protocol's own `PullResponseSchema`. Item
  * texts, session ids and board sizes are random (quotes, backslashes,
  * braces, lone surrogates, line separators, updates long enough that
  * base64 would wrap), so an escaping or splicing bug in either store's
@@ -17,7 +18,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { parseOp, type Op } from '../../src/core/index.js';
 import { createSyncServer, postgresStore, sqliteStore, type ServerStore } from '../../src/server/index.js';
-import { PullResponseSchema } from '../../src/sync/index.js';
+import { DEFAULT_SYNC_LIMITS, PullResponseSchema } from '../../src/sync/index.js';
 import { fcParams } from '../unit/seed.js';
 import { SECRET, boardWriter, noteOp, tokenFor, uniqueUser } from './helpers.js';
 
@@ -50,13 +51,15 @@ async function post(server: { fetch(request: Request): Promise<Response> }, endp
 }
 
 function pagesProperty(store: ServerStore) {
-  const server = createSyncServer({ store, auth: { secret: SECRET } });
   return fc.asyncProperty(
     fc.array(item, { minLength: 1, maxLength: 30 }),
     fc.array(fc.integer({ min: 1, max: 8 }), { minLength: 1, maxLength: 10 }),
     fc.integer({ min: 1, max: 9 }),
     fc.nat(),
-    async (specs, batchSizes, limit, startAt) => {
+    // The server's byte budget per page: the default (never reached here), or one that cuts pages short.
+    fc.oneof(fc.constant(undefined), fc.integer({ min: 0, max: 1_500 })),
+    async (specs, batchSizes, limit, startAt, maxPullBytes) => {
+      const server = createSyncServer({ store, auth: { secret: SECRET }, ...(maxPullBytes === undefined ? {} : { limits: { maxPullBytes } }) });
       const userId = uniqueUser('pages');
       const token = await tokenFor(userId);
       const board = boardWriter();
@@ -72,18 +75,24 @@ function pagesProperty(store: ServerStore) {
         expect(answer).toEqual({ status: 200, text: `{"lastSeq":${to}}` });
         from = to;
       }
-      // Paged from a random cursor to the end: each page is exactly the next `limit` items' JSON.
+      const wires = pushed.map((one) => wire('c', one));
+      // Paged from a random cursor to the end: each page is exactly the next items' JSON, at most `limit`
+      // of them and, past the first, no more than fit in the byte budget.
+      const budget = maxPullBytes ?? DEFAULT_SYNC_LIMITS.maxPullBytes;
       const start = startAt % (pushed.length + 1);
       let cursor: string | null = start === 0 ? null : String(start);
       let at = start;
       for (;;) {
         const page = await post(server, '/v1/pull', token, { cursor, limit });
-        const end = Math.min(pushed.length, at + limit);
+        let end = at;
+        for (let bytes = 0; end < pushed.length && end - at < limit; end++) {
+          bytes += Buffer.byteLength(wires[end]!);
+          if (end > at && bytes > budget) break;
+        }
         const more = end < pushed.length;
         const next = end === at ? cursor : String(end);
-        const items = pushed.slice(at, end).map((one) => wire('c', one));
         expect(page.status).toBe(200);
-        expect(page.text).toBe(`{"items":[${items.join(',')}],"cursor":${JSON.stringify(next)},"more":${more}}`);
+        expect(page.text).toBe(`{"items":[${wires.slice(at, end).join(',')}],"cursor":${JSON.stringify(next)},"more":${more}}`);
         expect(PullResponseSchema.safeParse(JSON.parse(page.text)).success).toBe(true);
         at = end;
         cursor = next;

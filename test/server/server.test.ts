@@ -262,6 +262,19 @@ describe('push sequencing', () => {
     expect(expectError(await call(server, '/v1/push', { clientId: 'c', items: [one, { ...one, op: noteOp(alice, 's', 2) }] }, await tokenFor(alice)), 400, 'schema/invalid')).toMatch(/seq 1 twice/);
   });
 
+  it('refuses a board naming a session life no delete began with 400 naming the item as sent, and stores nothing', async () => {
+    const { server } = start();
+    const alice = uniqueUser('alice');
+    const token = await tokenFor(alice);
+    const update = Buffer.from(boardWriter().write('k', 'v')).toString('base64');
+    const forged = { seq: 1, board: { sessionId: 's1', update, after: '999999999999999.ffffff.z' } };
+    // Sent out of seq order: the message names the item where the request has it.
+    const refused = await call(server, '/v1/push', { clientId: 'c', items: [notes(alice, 2, 2)[0], forged] }, token);
+    expect(expectError(refused, 400, 'schema/invalid')).toMatch(/^items\[1\]\.board\.after .*no op of this user began.*Nothing of this push was stored/);
+    expect(await pullAll(server, token)).toEqual([]);
+    expect((await call(server, '/v1/push', { clientId: 'c', items: notes(alice, 1, 2) }, token)).json).toEqual({ lastSeq: 2 });
+  });
+
   it('lands concurrent pushes from two clients of one user, each exactly once', async () => {
     const { server } = start();
     const alice = uniqueUser('alice');

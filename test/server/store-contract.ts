@@ -3,10 +3,15 @@
  * passes (the guarantees listed in src/server/store.ts). Each test asks the
  * setup for a fresh store and uses user ids no other test uses.
  */
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { Op } from '../../src/core/index.js';
+import { makeOp, type Op } from '../../src/core/index.js';
 import type { ServerStore, StorePokeItems, StorePushItem, StoreOptions } from '../../src/server/index.js';
-import { boardOf, boardWriter, decodePulled, noteOp, uniqueUser, type DecodedItem } from './helpers.js';
+import { POKE_ITEMS_MAX_BYTES, POKE_MAX_ITEMS } from '../../src/server/store.js';
+import { boardOf, boardWriter, decodePulled, noteOp, orderKey, uniqueUser, type DecodedItem } from './helpers.js';
+
+/** A pull's byte budget that never binds. */
+const UNBOUNDED = Number.MAX_SAFE_INTEGER;
 
 /** What a store implementation provides to the suite. */
 export interface StoreSetup {
@@ -22,6 +27,11 @@ function ops(userId: string, from: number, to: number, sessionId = 's1'): StoreP
   return items;
 }
 
+/** A `session.delete` of `sessionId` at `order`: it begins the session life whose `after` is `order`. */
+function deleteOp(userId: string, sessionId: string, order: string): Op {
+  return makeOp('session.delete', { id: randomUUID(), userId, sessionId, order, body: {} });
+}
+
 /** The op of a decoded item; null for a board update. */
 function opOf(item: DecodedItem): Op | null {
   return 'op' in item ? item.op : null;
@@ -31,7 +41,7 @@ async function pullAll(store: ServerStore, userId: string, limit = 1000) {
   const items = [];
   let after = 0;
   for (;;) {
-    const page = await store.pull(userId, after, limit);
+    const page = await store.pull(userId, after, limit, UNBOUNDED);
     items.push(...page.items.map(decodePulled));
     if (page.items.length > 0) after = page.items[page.items.length - 1]!.position;
     if (!page.more) return items;
@@ -59,7 +69,7 @@ async function pokesOf(store: ServerStore, userId: string): Promise<{ pokes: { h
 
 /** What a pull from `after` returns now, decoded: a poke's items must equal it. */
 async function pulledAfter(store: ServerStore, userId: string, after: number): Promise<DecodedItem[]> {
-  return (await store.pull(userId, after, 1000)).items.map(decodePulled);
+  return (await store.pull(userId, after, 1000, UNBOUNDED)).items.map(decodePulled);
 }
 
 export function runServerStoreTests(name: string, setup: StoreSetup): void {
@@ -125,15 +135,15 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
       const { store } = await setup.create();
       const alice = uniqueUser('alice');
       await store.push(alice, 'c', ops(alice, 1, 25));
-      const first = await store.pull(alice, 0, 10);
+      const first = await store.pull(alice, 0, 10, UNBOUNDED);
       expect(first.items).toHaveLength(10);
       expect(first.more).toBe(true);
       const all = await pullAll(store, alice, 10);
       expect(all.map((item) => item.position)).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
-      const last = await store.pull(alice, 20, 5);
+      const last = await store.pull(alice, 20, 5, UNBOUNDED);
       expect(last.items).toHaveLength(5);
       expect(last.more).toBe(false);
-      expect(await store.pull(alice, 25, 10)).toEqual({ items: [], more: false });
+      expect(await store.pull(alice, 25, 10, UNBOUNDED)).toEqual({ items: [], more: false });
       await store.close();
     });
 
@@ -207,15 +217,21 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
       await store.close();
     });
 
-    it("a user's pokes arrive in push order, so each carries items that continue the one before", async () => {
+    it("a user's pokes arrive in push order, each carrying items that continue the one before", async () => {
       const { store } = await setup.create();
       const alice = uniqueUser('alice');
       const { pokes, off } = await pokesOf(store, alice);
       // Pushes answered one after another, as a client sends them: their pokes must not overtake each other.
       for (let seq = 1; seq <= 30; seq++) await store.push(alice, 'c', ops(alice, seq, seq));
-      await expect.poll(() => pokes.length).toBe(30);
-      expect(pokes.map((poke) => poke.head)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
-      expect(pokes.map((poke) => poke.appended?.after)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+      await expect.poll(() => pokes.at(-1)?.head).toBe(30);
+      // A store may announce pushes that land close together in one poke; never out of order, never a hole.
+      const heads = pokes.map((poke) => poke.head);
+      expect(heads).toEqual([...heads].sort((a, b) => a - b));
+      expect(new Set(heads).size).toBe(heads.length);
+      pokes.forEach((poke, i) => {
+        if (poke.appended) expect(poke.appended.after).toBe(i === 0 ? 0 : pokes[i - 1]!.head);
+      });
+      expect(pokes.flatMap((poke) => poke.appended?.items.map((item) => item.position) ?? [])).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
       off();
       await store.close();
     });
@@ -225,9 +241,13 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
       const alice = uniqueUser('alice');
       const { pokes, off } = await pokesOf(store, alice);
       // Too many items, then few items of too many bytes: both heads are poked, neither push's items travel.
-      await store.push(alice, 'c', ops(alice, 1, 65));
+      // Each push waits for its poke, so no store can announce two of them in one.
+      await store.push(alice, 'c', ops(alice, 1, POKE_MAX_ITEMS + 1));
+      await expect.poll(() => pokes.at(-1)?.head).toBe(65);
       const long = Array.from({ length: 20 }, (_, i) => ({ seq: 66 + i, op: noteOp(alice, 's1', 66 + i, 'x'.repeat(500)) }));
+      expect(20 * 500).toBeGreaterThan(POKE_ITEMS_MAX_BYTES);
       await store.push(alice, 'c', long);
+      await expect.poll(() => pokes.at(-1)?.head).toBe(85);
       await store.push(alice, 'c', ops(alice, 86, 86));
       await expect.poll(() => pokes.length).toBe(3);
       expect(pokes.slice(0, 2)).toEqual([{ head: 65 }, { head: 85 }]);
@@ -272,7 +292,7 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
       expect(s1.some((item) => item.clientId === null)).toBe(true);
       expect(boardOf(s1.map((item) => ('board' in item ? item.board.update : new Uint8Array())))).toEqual(board.doc.getMap('board').toJSON());
       // A reader that had the first 3 updates only (cursor at position 4) still gets the rest.
-      const late = (await store.pull(alice, 4, 1000)).items.map(decodePulled).filter((item) => 'board' in item && item.board.sessionId === 's1');
+      const late = (await store.pull(alice, 4, 1000, UNBOUNDED)).items.map(decodePulled).filter((item) => 'board' in item && item.board.sessionId === 's1');
       expect(boardOf([...updates.slice(0, 3), ...late.map((item) => ('board' in item ? item.board.update : new Uint8Array()))])).toEqual(board.doc.getMap('board').toJSON());
       // Other sessions are left alone.
       expect(pulled.filter((item) => 'board' in item && item.board.sessionId === 'other')).toHaveLength(1);
@@ -286,6 +306,7 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
       const first = boardWriter();
       const second = boardWriter();
       const life = '001700000000003.000000.a';
+      await store.push(alice, 'e', [{ seq: 1, op: deleteOp(alice, 's1', life) }]);
       // Interleaved: a device that had not heard of the delete yet kept writing to the first life.
       let seq = 0;
       for (let i = 0; i < 6; i++) {
@@ -308,13 +329,154 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
       const life = '001700000000003.000000.a';
       let seq = 0;
       for (let i = 0; i < 6; i++) await store.push(alice, 'c', [{ seq: ++seq, board: { sessionId: 's1', update: old.write(`old${i}`, 'x'), after: '' } }]);
+      await store.push(alice, 'c', [{ seq: ++seq, op: deleteOp(alice, 's1', life) }]);
       for (let i = 0; i < 6; i++) await store.push(alice, 'c', [{ seq: ++seq, board: { sessionId: 's1', update: renewed.write(`new${i}`, 'y'), after: life } }]);
       // A late update of the old life, pushed by a device that had not heard of the delete.
       await store.push(alice, 'd', [{ seq: 1, board: { sessionId: 's1', update: old.write('late', 'x'), after: '' } }]);
       const boards = (await pullAll(store, alice)).flatMap((item) => ('board' in item ? [item.board] : []));
       expect(boards.map((board) => board.after)).toEqual(boards.map(() => life));
       expect(boardOf(boards.map((board) => board.update))).toEqual(renewed.doc.getMap('board').toJSON());
-      expect(await store.head(alice)).toBe(13);
+      expect(await store.head(alice)).toBe(14);
+      await store.close();
+    });
+
+    it('refuses a board push naming a life no delete began, whole: nothing stored, the board clients keep intact', async () => {
+      const { store } = await setup.create({ compactBoardAfter: 4 });
+      const alice = uniqueUser('alice');
+      const board = boardWriter();
+      await store.push(alice, 'c', [
+        { seq: 1, op: noteOp(alice, 's1', 1) },
+        { seq: 2, board: { sessionId: 's1', update: board.write('plan', 'ship'), after: '' } },
+      ]);
+      // A life "after" a delete far in the future, that no delete began: compaction would drop every real life for it.
+      const forged = boardWriter();
+      const refused = [
+        { seq: 1, op: noteOp(alice, 's1', 1) },
+        { seq: 3, op: noteOp(alice, 's1', 3) },
+        { seq: 4, board: { sessionId: 's1', update: forged.write('plan', 'wipe'), after: '999999999999999.ffffff.z' } },
+      ];
+      expect(await store.push(alice, 'c', refused)).toEqual({ status: 'unknown-life', index: 2 });
+      expect(await store.head(alice)).toBe(2);
+      expect(await store.lastSeq(alice, 'c')).toBe(2);
+      const pulled = await pullAll(store, alice);
+      expect(pulled.map((item) => item.position)).toEqual([1, 2]);
+      expect(boardOf(pulled.flatMap((item) => ('board' in item ? [item.board.update] : [])))).toEqual({ plan: 'ship' });
+      // The client goes on from its lastSeq.
+      expect(await store.push(alice, 'c', [{ seq: 3, board: { sessionId: 's1', update: board.write('more', 'x'), after: '' } }])).toMatchObject({ status: 'applied', head: 3 });
+      await store.close();
+    });
+
+    it('a board may name a life a stored op or an earlier item of its push began; not a later item, another session\'s or another user\'s', async () => {
+      const { store } = await setup.create();
+      const alice = uniqueUser('alice');
+      const bob = uniqueUser('bob');
+      const life = orderKey(50, 'dev');
+      const board = boardWriter();
+      let written = 0;
+      const update = (): Uint8Array => board.write(`k${++written}`, 'v');
+      // The delete after the board that names its life: refused.
+      expect(
+        await store.push(alice, 'c', [
+          { seq: 1, board: { sessionId: 's1', update: update(), after: life } },
+          { seq: 2, op: deleteOp(alice, 's1', life) },
+        ]),
+      ).toEqual({ status: 'unknown-life', index: 0 });
+      // Bob's delete and a delete of another session begin no life of alice's s1.
+      expect(await store.push(bob, 'c', [{ seq: 1, op: deleteOp(bob, 's1', life) }])).toMatchObject({ status: 'applied' });
+      expect(await store.push(alice, 'c', [{ seq: 1, op: deleteOp(alice, 's2', life) }])).toMatchObject({ status: 'applied' });
+      expect(await store.push(alice, 'c', [{ seq: 2, board: { sessionId: 's1', update: update(), after: life } }])).toEqual({ status: 'unknown-life', index: 0 });
+      // The delete first, in the same push: stored, and from then on a stored delete begins the life.
+      expect(
+        await store.push(alice, 'c', [
+          { seq: 2, op: deleteOp(alice, 's1', life) },
+          { seq: 3, board: { sessionId: 's1', update: update(), after: life } },
+        ]),
+      ).toMatchObject({ status: 'applied', head: 3 });
+      expect(await store.push(alice, 'd', [{ seq: 1, board: { sessionId: 's1', update: update(), after: life } }])).toMatchObject({ status: 'applied', head: 4 });
+      // Bob's s1 got his own delete: his board of that life lands.
+      expect(await store.push(bob, 'c', [{ seq: 2, board: { sessionId: 's1', update: update(), after: life } }])).toMatchObject({ status: 'applied', head: 2 });
+      // An op written in a life proves its delete (a device that never pushed the delete pushes the new life's ops).
+      const later = orderKey(60, 'dev');
+      expect(await store.push(alice, 'd', [{ seq: 2, board: { sessionId: 's1', update: update(), after: later } }])).toEqual({ status: 'unknown-life', index: 0 });
+      expect(
+        await store.push(alice, 'd', [
+          { seq: 2, op: { ...noteOp(alice, 's1', 61), after: later } },
+          { seq: 3, board: { sessionId: 's1', update: update(), after: later } },
+        ]),
+      ).toMatchObject({ status: 'applied', head: 6 });
+      // A first life, and a board from before lives were named, need no delete.
+      expect(await store.push(alice, 'd', [{ seq: 4, board: { sessionId: 's3', update: update(), after: '' } }, { seq: 5, board: { sessionId: 's4', update: update() } }])).toMatchObject({
+        status: 'applied',
+        head: 8,
+      });
+      await store.close();
+    });
+
+    it('drops older lives in code-unit order of their keys, whatever the storage\'s collation', async () => {
+      const { store } = await setup.create({ compactBoardAfter: 100 });
+      const alice = uniqueUser('alice');
+      // Code units: 'B' (0x42) < '_' (0x5f) < 'a' (0x61), so the newest life is the one after `...a`.
+      // A natural-language collation puts lower case first and punctuation before letters: `...B` newest.
+      const lives = ['001700000000003.000000.B', '001700000000003.000000._', '001700000000003.000000.a'];
+      let seq = 0;
+      for (const life of lives) await store.push(alice, 'c', [{ seq: ++seq, op: deleteOp(alice, 's1', life) }]);
+      const newest = boardWriter();
+      for (let i = 0; i < 3; i++) await store.push(alice, 'c', [{ seq: ++seq, board: { sessionId: 's1', update: newest.write(`k${i}`, 'new'), after: lives[2]! } }]);
+      // Late updates of the older lives, from devices that had not heard of the later deletes.
+      for (const life of lives.slice(0, 2)) await store.push(alice, 'c', [{ seq: ++seq, board: { sessionId: 's1', update: boardWriter().write('old', life), after: life } }]);
+      const boards = (await pullAll(store, alice)).flatMap((item) => ('board' in item ? [item.board] : []));
+      expect(boards.map((board) => board.after)).toEqual([lives[2], lives[2], lives[2]]);
+      expect(boardOf(boards.map((board) => board.update))).toEqual(newest.doc.getMap('board').toJSON());
+      await store.close();
+    });
+
+    it('bounds a page in bytes: the first item always, then none from the one that would pass maxBytes; `more` says the rest', async () => {
+      const { store } = await setup.create({ compactBoardAfter: 2 });
+      const alice = uniqueUser('alice');
+      const life = orderKey(9, 'dev');
+      const board = boardWriter();
+      // Items of every shape, with multi-byte text in ops and ids: the budget counts UTF-8 bytes of the wire JSON.
+      const items: StorePushItem[] = [
+        { seq: 1, op: noteOp(alice, 'sé', 1, 'é漢字🙂'.repeat(20)) },
+        { seq: 2, op: deleteOp(alice, 's漢', life) },
+        { seq: 3, board: { sessionId: 's漢', update: board.write('a', 'x'.repeat(100)), after: life } },
+        { seq: 4, board: { sessionId: 'sé"\\', update: board.write('b', 'y') } },
+        { seq: 5, op: noteOp(alice, 's1', 5, '"quoted"\n') },
+        { seq: 6, board: { sessionId: 's漢', update: board.write('c', 'z'.repeat(300)), after: life } },
+        { seq: 7, board: { sessionId: 's漢', update: board.write('d', 'w'), after: life } },
+        { seq: 8, board: { sessionId: 's1', update: board.write('e', 'v'), after: '' } },
+        { seq: 9, op: noteOp(alice, 's1', 9, 'x'.repeat(400)) },
+      ];
+      await store.push(alice, 'c', items);
+      // Compacted: the merged update of 3, 6, 7 sits at 7 with clientId null.
+      const all = (await store.pull(alice, 0, 1000, UNBOUNDED)).items;
+      expect(all.map((item) => item.position)).toEqual([1, 2, 4, 5, 7, 8, 9]);
+      expect(decodePulled(all[4]!).clientId).toBeNull();
+      const sizes = all.map((item) => Buffer.byteLength(item.json));
+      for (const start of [0, 2, 5]) {
+        const after = start === 0 ? 0 : all[start - 1]!.position;
+        let sum = 0;
+        for (let k = 1; start + k <= all.length; k++) {
+          sum += sizes[start + k - 1]!;
+          // Exactly the budget: k items; one byte less: k - 1 (but never none).
+          for (const [budget, count] of [
+            [sum, k],
+            [sum - 1, Math.max(1, k - 1)],
+          ] as const) {
+            const page = await store.pull(alice, after, 1000, budget);
+            expect({ budget, positions: page.items.map((item) => item.position), more: page.more }).toEqual({
+              budget,
+              positions: all.slice(start, start + count).map((item) => item.position),
+              more: start + count < all.length,
+            });
+            expect(page.items).toEqual(all.slice(start, start + count));
+          }
+        }
+      }
+      expect(await store.pull(alice, 0, 1000, 0)).toEqual({ items: all.slice(0, 1), more: true });
+      // The item limit still holds inside the budget.
+      expect(await store.pull(alice, 0, 2, UNBOUNDED)).toEqual({ items: all.slice(0, 2), more: true });
+      expect(await store.pull(alice, 9, 10, 0)).toEqual({ items: [], more: false });
       await store.close();
     });
 
