@@ -56,6 +56,16 @@ export default tseslint.config(
     },
   },
   {
+    // The same rule one folder down (src/core/board-update/): `../json.js` is still the core.
+    files: ['src/core/*/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['../../*', 'node:*', 'dexie', 'yjs', 'y-*', 'comlink'], message: 'src/core imports only itself and zod.' }] },
+      ],
+    },
+  },
+  {
     // Tabula's schemas are zod/mini: one value import of classic zod anywhere puts all of its chainable
     // schema classes in every bundle (tabula-sdk/core: 29.9 KB gzip on classic, 12.5 on zod/mini), and
     // `import { z }` defeats tree-shaking. zod/mini has no messages of its own, so every parse goes

@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import * as Y from 'yjs';
-import { findBoardUpdateProblem } from '../src/core/board-update.js';
+import { findBoardUpdateProblem } from '../src/core/board-update/index.js';
 import type { Op } from '../src/core/index.js';
 import { createSyncServer, postgresStore, sqliteStore, type ServerStore } from '../src/server/index.js';
 import { startPostgres } from '../test/server/embedded-postgres.js';

@@ -1,7 +1,7 @@
 /**
  * Checks a Yjs update from another tab or from the sync server before it is
  * applied, with the rule the server stores updates by
- * (`findBoardUpdateProblem` in src/core/board-update.ts): it decodes
+ * (`findBoardUpdateProblem` in src/core/board-update/): it decodes
  * completely, stays in the bounds Yjs computes safely, holds no subdocument,
  * and whatever it writes into the blackboard map is JSON. Other root types
  * of the document (a Y.Text used through `doc`, say) are the application's
@@ -12,7 +12,7 @@
  * `SyncLimits`, and reading is linear in the bytes whatever their number.
  */
 import * as Y from 'yjs';
-import { BLACKBOARD_MAP, NO_BOARD_UPDATE_LIMITS, findBoardUpdateProblem } from '../core/board-update.js';
+import { BLACKBOARD_MAP, NO_BOARD_UPDATE_LIMITS, findBoardUpdateProblem } from '../core/board-update/index.js';
 
 export { BLACKBOARD_MAP };
 

@@ -1,14 +1,14 @@
 /**
  * Blackboard updates on the server: checking a pushed Yjs update before it
  * is stored, with the rule clients apply updates by
- * (`findBoardUpdateProblem`, src/core/board-update.ts), and compaction's
+ * (`findBoardUpdateProblem`, src/core/board-update/), and compaction's
  * choice and merge of a life's stored updates. Uses only Yjs's
  * document-free `mergeUpdates`, on updates that rule has passed: nothing
  * here builds a Y.Doc. The stores own the SQL; this module owns what may be
  * merged and how much at once.
  */
 import * as Y from 'yjs';
-import { NO_BOARD_UPDATE_LIMITS, findBoardUpdateProblem } from '../core/board-update.js';
+import { NO_BOARD_UPDATE_LIMITS, findBoardUpdateProblem } from '../core/board-update/index.js';
 import { TabulaError } from '../core/errors.js';
 import type { SyncLimits } from '../sync/protocol.js';
 

@@ -18,7 +18,7 @@
  * ```
  */
 import * as z from 'zod/mini';
-import { DEFAULT_BOARD_UPDATE_LIMITS } from '../core/board-update.js';
+import { DEFAULT_BOARD_UPDATE_LIMITS } from '../core/board-update/index.js';
 import { TabulaError, describeIssues } from '../core/errors.js';
 import { LifeAfterSchema, OpSchema, type Op } from '../core/ops.js';
 import { ID_MAX_LENGTH, nameSchema } from '../core/names.js';

@@ -1,5 +1,5 @@
 /**
- * The board rule (src/core/board-update.ts), rule by rule: what Yjs writes
+ * The board rule (src/core/board-update/), rule by rule: what Yjs writes
  * passes; what decodes but must not be stored or applied is refused with
  * its reason, among it the 14 bytes that hang `Y.mergeUpdates` (shown
  * hanging in a worker, so this suite cannot), a subdocument, trailing bytes,
@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import * as Y from 'yjs';
 import { describe, expect, it } from 'vitest';
-import { BLACKBOARD_MAP, DEFAULT_BOARD_UPDATE_LIMITS, NO_BOARD_UPDATE_LIMITS, findBoardUpdateProblem, type BoardUpdateCheck } from '../../../src/core/board-update.js';
+import { BLACKBOARD_MAP, DEFAULT_BOARD_UPDATE_LIMITS, NO_BOARD_UPDATE_LIMITS, findBoardUpdateProblem, type BoardUpdateCheck } from '../../../src/core/board-update/index.js';
 import { MAX_JSON_DEPTH } from '../../../src/core/index.js';
 import { boardSet, content, hangUpdate, str, struct, uint, update } from './yjs-bytes.js';
 

@@ -1,6 +1,6 @@
 /**
  * Yjs updates (format v1) built byte by byte, for the tests of the board rule
- * (src/core/board-update.ts): what Yjs would never write, but decodes.
+ * (src/core/board-update/): what Yjs would never write, but decodes.
  * `update()` frames client runs and a delete set; `struct` and `content` make
  * their parts. Numbers past Number.MAX_SAFE_INTEGER are written from bigints.
  */
