@@ -17,7 +17,7 @@ import { createRunCoordinator } from './coordinator.js';
 import { platformLocks } from './locks.js';
 import { createBoardNotices, type BoardNotices } from './board-notices.js';
 import { seedOutbox } from './sync-seed.js';
-import type { SyncAdapter, SyncBoards, SyncEngine, SyncHandle } from './sync-host.js';
+import { SYNC_NUDGE, syncNames, type SyncAdapter, type SyncBoards, type SyncEngine, type SyncHandle } from './sync-host.js';
 import { createRecovery } from './recovery.js';
 import { readSessionOpen } from './open-read.js';
 import { mapStorageError } from './errors.js';
@@ -102,8 +102,11 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   // A counter we create is ours to close; one the caller passed is theirs.
   const ownCounter = options.tokenCounter ? null : typeof Worker === 'function' ? lazyWorkerCounter() : null;
   const counter: TokenCounter = options.tokenCounter ?? ownCounter ?? new ApproxTokenCounter();
-  // With sync on, each board change stored in any tab is announced to the sync leader.
-  const boardNotices = options.sync ? createBoardNotices(name, onError) : null;
+  // Each board change stored in any tab is announced to the sync leader (in whichever tab it runs): a tab
+  // without sync opens the channel on its first board change.
+  let boardNotices: BoardNotices | null = options.sync ? createBoardNotices(name, onError) : null;
+  /** Channels to other tabs' sync engines, by user, opened on the first write of that user that queued rows. */
+  const engineChannels = new Map<string, BroadcastChannel>();
   const store: StoreContext = {
     db,
     name,
@@ -127,7 +130,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
         const row = await db.sessions.get([userId, sessionId]);
         return row && lifeOf(row);
       },
-      ...(boardNotices ? { onLocalUpdate: (userId: string, sessionId: string) => boardNotices.announce(userId, sessionId) } : {}),
+      onLocalUpdate: (userId: string, sessionId: string) => (boardNotices ??= createBoardNotices(name, onError)).announce(userId, sessionId),
     }),
     closed: false,
   };
@@ -147,6 +150,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     store.coordinator.close();
     store.feed.close();
     boardNotices?.close();
+    for (const channel of engineChannels.values()) channel.close();
     ownCounter?.close();
     db.close();
   };
@@ -157,6 +161,17 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     throw mapStorageError(error, `open the IndexedDB database "${name}"`);
   }
   let engine: SyncEngine | null = null;
+  store.sync = {
+    userId: options.sync ? defaultUserId : null,
+    nudge(userId, queued) {
+      if (engine && userId === defaultUserId) return engine.nudge(queued);
+      // Rows of a user whose engine runs elsewhere (a tab without sync writing for a user who syncs here): their leader pushes them.
+      if (typeof BroadcastChannel !== 'function') return;
+      let channel = engineChannels.get(userId);
+      if (!channel) engineChannels.set(userId, (channel = new BroadcastChannel(syncNames.channel(name, userId))));
+      channel.postMessage(SYNC_NUDGE);
+    },
+  };
   if (options.sync) {
     try {
       await seedOutbox(db, defaultUserId);
@@ -164,7 +179,6 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       await tearDown();
       throw mapStorageError(error, 'queue the existing sessions for sync');
     }
-    store.sync = { userId: defaultUserId, nudge: (queued) => engine?.nudge(queued) };
     // This tab's clock id, so that a save made here is recognised when another device's save beats it.
     await db.meta.put({ key: `${LOCAL_CLOCK_PREFIX}${store.clock.clientId}`, value: true });
     engine = options.sync.start({

@@ -14,7 +14,7 @@ import { TabulaError } from '../core/errors.js';
 import { REMOTE_ORIGIN } from '../blackboard/registry.js';
 import { checkBlackboardUpdate } from '../blackboard/validate.js';
 import type { TabulaDb } from '../store/schema.js';
-import type { SyncBoard } from '../store/sync-host.js';
+import { BOARD_QUEUED_PREFIX, type SyncBoard } from '../store/sync-host.js';
 import { dexieRequests } from '../store/requests.js';
 import { queueOutbox } from '../store/writer.js';
 
@@ -24,7 +24,7 @@ import { queueOutbox } from '../store/writer.js';
  * would queue again what the server sent it. A board of a life with no name keeps the key it always had.
  */
 function queuedKey(userId: string, sessionId: string, after: string | undefined): string {
-  return `sync:board:${JSON.stringify(after === undefined ? [userId, sessionId] : [userId, sessionId, after])}`;
+  return `${BOARD_QUEUED_PREFIX}${JSON.stringify(after === undefined ? [userId, sessionId] : [userId, sessionId, after])}`;
 }
 
 /** The snapshot queued for the board's life, or null when none is (nothing of this life queued yet). */
@@ -40,7 +40,7 @@ async function readQueued(db: TabulaDb, key: string): Promise<Y.Snapshot | null>
 async function writeQueued(db: TabulaDb, userId: string, sessionId: string, key: string, snapshot: Y.Snapshot, first: boolean): Promise<void> {
   if (first) {
     // JSON escapes quotes inside strings, so this prefix matches this session's keys and no other's.
-    const prefix = `sync:board:${JSON.stringify([userId, sessionId]).slice(0, -1)}`;
+    const prefix = `${BOARD_QUEUED_PREFIX}${JSON.stringify([userId, sessionId]).slice(0, -1)}`;
     await db.meta.where('key').startsWith(prefix).and((row) => row.key !== key).delete();
   }
   await db.meta.put({ key, value: toBase64(Y.encodeSnapshot(snapshot)) });
@@ -59,7 +59,7 @@ export function queueBoard(db: TabulaDb, userId: string, sessionId: string, boar
     if (Y.equalSnapshots(queued, now)) return false;
     const update = toBase64(Y.encodeStateAsUpdate(board.doc, Y.encodeStateVector(queued.sv)));
     // The update names the board's session life, so that no replica applies it to another life.
-    await queueOutbox(dexieRequests(db), [{ board: board.after === undefined ? { sessionId, update } : { sessionId, update, after: board.after } }]);
+    await queueOutbox(dexieRequests(db), userId, [{ board: board.after === undefined ? { sessionId, update } : { sessionId, update, after: board.after } }]);
     await writeQueued(db, userId, sessionId, key, now, stored === null);
     return true;
   });
