@@ -16,6 +16,7 @@ import { createChangeFeed, type SessionChange } from './changes.js';
 import { createRunCoordinator } from './coordinator.js';
 import { platformLocks } from './locks.js';
 import { createBoardNotices, type BoardNotices } from './board-notices.js';
+import { adoptSession, finishAdopted, unfinishedAdoptions } from './adopt.js';
 import { seedOutbox } from './sync-seed.js';
 import { SYNC_NUDGE, syncNames, type SyncAdapter, type SyncBoards, type SyncEngine, type SyncHandle } from './sync-host.js';
 import { createRecovery } from './recovery.js';
@@ -75,9 +76,25 @@ export interface Tabula {
    * function. `session.subscribe()` listens to one session.
    */
   subscribe(listener: (change: SessionChange) => void): () => void;
+  /**
+   * Moves the sessions of user `fromUserId` on this profile (a guest's, say the default `'anonymous'`
+   * before sign-in) to this Tabula's user, as that user's sessions: messages, prefix, state, journal,
+   * notes, memory, checkpoints and board, with their ids and order keys. They are queued for sync under
+   * this user (when this user syncs here), and the originals are deleted. A session whose id this user
+   * already has, or one with a reply still streaming, stays where it is and is listed in `kept`. Each
+   * session moves in one transaction and its copy is recognised, so an adopt cut short (a crash, a closed
+   * tab) is finished by calling it again.
+   */
+  adopt(fromUserId: string): Promise<AdoptResult>;
   /** Sync controls and status; null without `openTabula({ sync })`. */
   readonly sync: SyncHandle | null;
   close(): Promise<void>;
+}
+
+/** What {@link Tabula.adopt} did: the session ids it moved, and those it left with the other user. */
+export interface AdoptResult {
+  readonly adopted: readonly string[];
+  readonly kept: readonly string[];
 }
 
 /** Meta keys naming the clocks of this profile's tabs that wrote with sync on. */
@@ -327,6 +344,28 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     },
 
     importSession: (data) => importData(data, { userId: defaultUserId }),
+
+    async adopt(fromUserId) {
+      assertOpen(store);
+      const from = checkId(fromUserId, 'adopt(fromUserId)');
+      if (from === defaultUserId) {
+        throw new TabulaError('argument/invalid', `adopt(fromUserId) moves another user's sessions to this Tabula's user "${defaultUserId}"; it was given that user.`);
+      }
+      const adopted: string[] = [];
+      const kept: string[] = [];
+      try {
+        for (const sessionId of await unfinishedAdoptions(db, defaultUserId)) await finishAdopted(store, defaultUserId, sessionId);
+        for (const { sessionId } of await userSessionRows(db, from)) {
+          // A reply whose tab is gone is marked interrupted first (as opening the session would), so it can move.
+          const { row, unfinished } = await readSessionOpen(db, from, sessionId);
+          if (row) await recovery.check(from, sessionId, unfinished);
+          ((await adoptSession(store, from, defaultUserId, sessionId)) ? adopted : kept).push(sessionId);
+        }
+      } catch (error) {
+        throw mapStorageError(error, `adopt the sessions of user "${from}"`);
+      }
+      return { adopted, kept };
+    },
 
     subscribe(listener) {
       if (typeof listener !== 'function') throw new TabulaError('argument/invalid', `tabula.subscribe(listener) takes a function, got ${describeValue(listener)}.`);
