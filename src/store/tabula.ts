@@ -122,6 +122,8 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   // Each board change stored in any tab is announced to the sync leader (in whichever tab it runs): a tab
   // without sync opens the channel on its first board change.
   let boardNotices: BoardNotices | null = options.sync ? createBoardNotices(name, onError) : null;
+  /** Set as the notices close: a board change stored after that (its flush outlived the registry) is announced by no one. */
+  let noticesClosed = false;
   /** Channels to other tabs' sync engines, by user, opened on the first write of that user that queued rows. */
   const engineChannels = new Map<string, BroadcastChannel>();
   const store: StoreContext = {
@@ -147,7 +149,10 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
         const row = await db.sessions.get([userId, sessionId]);
         return row && lifeOf(row);
       },
-      onLocalUpdate: (userId: string, sessionId: string) => (boardNotices ??= createBoardNotices(name, onError)).announce(userId, sessionId),
+      onLocalUpdate: (userId: string, sessionId: string) => {
+        // A closed channel throws on postMessage, and one opened now would never be closed; the next leader's first look finds the change.
+        if (!noticesClosed) (boardNotices ??= createBoardNotices(name, onError)).announce(userId, sessionId);
+      },
     }),
     closed: false,
   };
@@ -166,6 +171,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     store.knownRows.clear();
     store.coordinator.close();
     store.feed.close();
+    noticesClosed = true;
     boardNotices?.close();
     for (const channel of engineChannels.values()) channel.close();
     ownCounter?.close();
