@@ -267,21 +267,24 @@ async function outboxPerUser(outbox: Table, meta: Table<MetaRow, string>): Promi
   const rows = (await outbox.toArray()) as OldRow[];
   const seededPrefix = syncNames.seeded('');
   const seeded = (await meta.where('key').startsWith(seededPrefix).primaryKeys()).map((key) => key.slice(seededPrefix.length));
-  const users = new Set([...seeded, ...rows.flatMap((row) => (row.op ? [row.op.userId] : []))]);
+  const users = new Set([...seeded, ...rows.flatMap((row) => (typeof row.op?.userId === 'string' ? [row.op.userId] : []))]);
   const [seq, cursor, clientId] = await meta.bulkGet([LEGACY_SYNC_KEYS.seq, LEGACY_SYNC_KEYS.cursor, LEGACY_SYNC_KEYS.clientId]);
   await meta.bulkDelete(Object.values(LEGACY_SYNC_KEYS));
   const [only] = users;
   if (users.size === 1 && only !== undefined) {
-    const kept: MetaRow[] = [{ key: syncNames.seq(only), value: typeof seq?.value === 'number' ? seq.value : rows.reduce((last, row) => Math.max(last, row.seq), 0) }];
+    const last = rows.reduce((max, row) => Math.max(max, row.seq), typeof seq?.value === 'number' ? seq.value : 0);
+    const kept: MetaRow[] = [{ key: syncNames.seq(only), value: last }];
     if (cursor) kept.push({ key: syncNames.cursor(only), value: cursor.value });
     if (clientId) kept.push({ key: syncNames.clientId(only), value: clientId.value });
     await meta.bulkPut(kept);
-    return rows.map((row): OutboxRow => (row.op ? { seq: row.seq, userId: only, op: row.op } : { seq: row.seq, userId: only, board: row.board as NonNullable<OldRow['board']> }));
+    // As they were, numbering and all (a corrupt row too: its push reports it, as it did before).
+    return rows.map((row) => ({ ...row, userId: only }) as OutboxRow);
   }
   const counters = new Map<string, number>([...users].map((user) => [user, 0]));
   const moved: OutboxRow[] = [];
   for (const row of rows) {
-    if (!row.op) continue;
+    // Board rows name no user; a row that is not an op of a user could be pushed by none.
+    if (typeof row.op?.userId !== 'string') continue;
     const next = (counters.get(row.op.userId) ?? 0) + 1;
     counters.set(row.op.userId, next);
     moved.push({ seq: next, userId: row.op.userId, op: row.op });
