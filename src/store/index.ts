@@ -1,6 +1,6 @@
 /** The session store on IndexedDB (Dexie). */
 export { openTabula } from './tabula.js';
-export type { OpenTabulaOptions, StorageEstimate, Tabula } from './tabula.js';
+export type { AdoptResult, OpenTabulaOptions, StorageEstimate, Tabula } from './tabula.js';
 export type { Session, SessionJournal } from './session.js';
 export type { RunContext, RunOptions } from './runs.js';
 export type { MessageStream, StreamInit } from './stream.js';

@@ -29,7 +29,7 @@ export interface WriteRequests {
   readonly sessions: RequestTable<SessionRow, [string, string]>;
   readonly messages: RequestTable<MessageRow, [string, string, string]>;
   readonly meta: RequestTable<MetaRow, string>;
-  readonly outbox: RequestTable<OutboxRow, number>;
+  readonly outbox: RequestTable<OutboxRow, [string, number]>;
   /**
    * `value`, as a promise the transaction survives being awaited across: Dexie's (a native promise that
    * touched no table would lose Dexie's transaction zone), or a native one.

@@ -11,7 +11,7 @@
  * a change that rewrites rows adds a version with an upgrade function,
  * which is then kept forever (see STORES).
  */
-import { Dexie, type EntityTable, type Table } from 'dexie';
+import { Dexie, type Collection, type EntityTable, type Table } from 'dexie';
 import * as z from 'zod/mini';
 import { TabulaError, describeIssues } from '../core/errors.js';
 import { JsonValueSchema, type JsonValue } from '../core/json.js';
@@ -29,6 +29,7 @@ import {
   type PrefixData,
   type StateFields,
 } from '../core/ops.js';
+import { BOARD_QUEUED_PREFIX, LEGACY_SYNC_KEYS, syncNames } from './sync-host.js';
 
 /** Token totals cached on the session row, per counter: valid for messages up to `upTo`. */
 export interface TokenTotal {
@@ -168,8 +169,12 @@ export interface CheckpointRow {
 /**
  * A queued item for the sync server: an op, written in the op's own transaction, or a blackboard
  * update (base64), the part of a board the server has not been sent yet, queued by the sync leader.
+ * Every row names its user, whose sync pushes it with that user's token, under that user's seq (1, 2,
+ * 3… per user: the primary key is [userId+seq]); an op row's user is its op's.
  */
-export type OutboxRow = { seq?: number; op: Op; board?: undefined } | { seq?: number; op?: undefined; board: { sessionId: string; update: string; after?: string } };
+export type OutboxRow =
+  | { seq: number; userId: string; op: Op; board?: undefined }
+  | { seq: number; userId: string; op?: undefined; board: { sessionId: string; update: string; after?: string } };
 
 export interface MetaRow {
   key: string;
@@ -185,24 +190,26 @@ export type TabulaDb = Dexie & {
   memory: Table<MemoryRow, [string, string, string, string]>;
   runs: EntityTable<RunRow, 'runId'>;
   checkpoints: EntityTable<CheckpointRow, 'id'>;
-  outbox: EntityTable<OutboxRow, 'seq'>;
+  outbox: Table<OutboxRow, [string, number]>;
   meta: EntityTable<MetaRow, 'key'>;
 };
 
 /** The current schema version; bump it with a new `db.version(n)` below. */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 6;
 
 /**
- * The stores of the current version (4). History: v2 added the `[userId+sessionId+status]` indexes, to
+ * The stores of the current version (6). History: v2 added the `[userId+sessionId+status]` indexes, to
  * find a session's streaming messages and running runs without scanning them all (recovery after a tab
  * closed mid-stream or mid-run); v4 replaced the messages' status index with the sparse stream index
  * (see {@link MessageRow.streaming}), which costs a write nothing for a finished message (the status index
- * held an entry for every message: a third of a bulk append's index writes).
+ * held an entry for every message: a third of a bulk append's index writes); v6 keys the outbox by
+ * [userId+seq] (it was `++seq`, one numbering for the profile), so each user's rows are numbered and
+ * pushed apart (v5 is the step on the way, see {@link createDb}).
  *
  * Dexie (3 and later) upgrades from whatever version is installed by comparing the stores it finds with
- * the declared ones, so only the current version is declared: every version declared is built on each
- * `openTabula()`. A later version that rewrites rows adds its `upgrade()`; one that only changes indexes
- * needs nothing more.
+ * the declared ones, so only the versions whose upgrade must run are declared: every version declared is
+ * built on each `openTabula()`. A later version that rewrites rows adds its `upgrade()`; one that only
+ * changes indexes needs nothing more.
  */
 export const STORES = {
   sessions: '[userId+sessionId], [userId+updatedAt]',
@@ -212,9 +219,12 @@ export const STORES = {
   memory: '[userId+sessionId+scope+key], [userId+sessionId+scope]',
   runs: 'runId, [userId+sessionId+scope], [userId+sessionId+status]',
   checkpoints: 'id, [userId+sessionId]',
-  outbox: '++seq',
+  outbox: '[userId+seq]',
   meta: 'key',
 } as const;
+
+/** Where v5 holds the outbox's rows while the outbox is made again with its new key (IndexedDB cannot change a store's key). */
+const OUTBOX_MOVING = 'outboxMoving';
 
 /** Opens (creating or upgrading) the database. */
 export function createDb(name: string): TabulaDb {
@@ -223,13 +233,70 @@ export function createDb(name: string): TabulaDb {
   // a BroadcastChannel of its own) would only add work to each write.
   const db = new Dexie(name, { cache: 'disabled' }) as TabulaDb;
   db.unuse({ stack: 'dbcore', name: 'Observability' });
+  // Two steps, run in one upgrade transaction (a database never stays at v5): v5 moves the outbox's rows
+  // aside, each given its user, and drops the store; v6 makes the store again under its new key and moves
+  // them back. A fresh database is created at v6 directly; a v6 one runs neither.
+  db.version(SCHEMA_VERSION - 1)
+    .stores({ ...STORES, outbox: null, [OUTBOX_MOVING]: '[userId+seq]' })
+    .upgrade(async (tx) => {
+      // From v2 and earlier: the rows still streaming get their marker. Dexie drops the status index that
+      // could find them before this runs, so it reads every message once, on the first open after the update.
+      await tx.table('messages').filter((row: { status?: unknown }) => row.status === 'streaming').modify({ streaming: 1 });
+      await tx.table(OUTBOX_MOVING).bulkAdd(await outboxPerUser(tx.table('outbox'), tx.table<MetaRow, string>('meta')));
+    });
   db.version(SCHEMA_VERSION)
-    .stores(STORES)
-    // From v2 and earlier: the rows still streaming get their marker. Dexie drops the status index that
-    // could find them before this runs, so it reads every message once, on the first open after the update;
-    // keeping an intermediate version for the index would cost every open from then on.
-    .upgrade((tx) => tx.table('messages').filter((row: { status?: unknown }) => row.status === 'streaming').modify({ streaming: 1 }));
+    .stores({ outbox: STORES.outbox, [OUTBOX_MOVING]: null })
+    .upgrade(async (tx) => {
+      await tx.table('outbox').bulkAdd(await tx.table(OUTBOX_MOVING).toArray());
+    });
   return db;
+}
+
+/**
+ * The rows of an outbox of one numbering (v4 and earlier), each given its user, and the sync state of the
+ * meta table made per user (see `syncNames`). The profile's one cursor, seq counter and client id were
+ * those of the user who synced here; when that is one user (the users marked seeded and the users of the
+ * queued ops are that one), the state and every row, board rows included, are theirs, as they were. When
+ * several users synced here, that state was shared and is nobody's: each user starts afresh (a new client
+ * id, a pull from the start, both safe to repeat), their op rows numbered 1, 2, 3… in their old order,
+ * and board rows, which named no user, are dropped together with every board's record of what was queued,
+ * so each user's leader queues each of their boards again, whole, from the board itself.
+ */
+async function outboxPerUser(outbox: Table, meta: Table<MetaRow, string>): Promise<OutboxRow[]> {
+  type OldRow = { seq: number; op?: Op; board?: { sessionId: string; update: string; after?: string } };
+  const rows = (await outbox.toArray()) as OldRow[];
+  const seededPrefix = syncNames.seeded('');
+  const seeded = (await meta.where('key').startsWith(seededPrefix).primaryKeys()).map((key) => key.slice(seededPrefix.length));
+  const users = new Set([...seeded, ...rows.flatMap((row) => (typeof row.op?.userId === 'string' ? [row.op.userId] : []))]);
+  const [seq, cursor, clientId] = await meta.bulkGet([LEGACY_SYNC_KEYS.seq, LEGACY_SYNC_KEYS.cursor, LEGACY_SYNC_KEYS.clientId]);
+  await meta.bulkDelete(Object.values(LEGACY_SYNC_KEYS));
+  const [only] = users;
+  if (users.size === 1 && only !== undefined) {
+    const last = rows.reduce((max, row) => Math.max(max, row.seq), typeof seq?.value === 'number' ? seq.value : 0);
+    const kept: MetaRow[] = [{ key: syncNames.seq(only), value: last }];
+    if (cursor) kept.push({ key: syncNames.cursor(only), value: cursor.value });
+    if (clientId) kept.push({ key: syncNames.clientId(only), value: clientId.value });
+    await meta.bulkPut(kept);
+    // As they were, numbering and all (a corrupt row too: its push reports it, as it did before).
+    return rows.map((row) => ({ ...row, userId: only }) as OutboxRow);
+  }
+  const counters = new Map<string, number>([...users].map((user) => [user, 0]));
+  const moved: OutboxRow[] = [];
+  for (const row of rows) {
+    // Board rows name no user; a row that is not an op of a user could be pushed by none.
+    if (typeof row.op?.userId !== 'string') continue;
+    const next = (counters.get(row.op.userId) ?? 0) + 1;
+    counters.set(row.op.userId, next);
+    moved.push({ seq: next, userId: row.op.userId, op: row.op });
+  }
+  await meta.bulkPut([...counters].map(([user, last]) => ({ key: syncNames.seq(user), value: last })));
+  await meta.where('key').startsWith(BOARD_QUEUED_PREFIX).delete();
+  return moved;
+}
+
+/** The outbox rows of one user, in seq order (the order they are pushed in). */
+export function userOutbox(db: TabulaDb, userId: string): Collection<OutboxRow, [string, number]> {
+  return db.outbox.where('[userId+seq]').between([userId, -Infinity], [userId, Infinity]);
 }
 
 /** Every table of a session's data, for transactions that touch them all. */
@@ -355,8 +422,11 @@ const rowSchemas = {
     snapshot: CheckpointSnapshotSchema,
   }),
   outbox: z.union([
-    z.object({ seq: z.optional(z.number()), op: OpSchema }),
-    z.object({ seq: z.optional(z.number()), board: z.object({ sessionId: z.string(), update: z.string(), after: z.optional(z.string()) }) }),
+    z.object({ seq: z.number(), userId: z.string(), op: OpSchema }).check(
+      // The row's user pushes it: an op of another user would be refused by the server, whole push and all, forever.
+      z.refine((row) => row.op.userId === row.userId, { path: ['userId'], message: "expected the op's userId" }),
+    ),
+    z.object({ seq: z.number(), userId: z.string(), board: z.object({ sessionId: z.string(), update: z.string(), after: z.optional(z.string()) }) }),
   ]),
   runs: z.object({
     runId: z.string(),

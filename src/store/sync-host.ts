@@ -95,5 +95,37 @@ export interface SyncAdapter {
   start(host: SyncHost): SyncEngine;
 }
 
-/** The meta key of the next outbox seq (the last one used). */
-export const OUTBOX_SEQ_KEY = 'sync:seq';
+/**
+ * The names of one user's sync state on a profile. Everything sync keeps is per (profile, user): the
+ * cursor into the user's log on the server, the seq counter and client id the server numbers the user's
+ * pushes by, the outbox rows (each names its user) and the leader lock and tab channel, so two users
+ * taking turns on one browser profile (or signed in in two tabs of it) never push, pull or count each
+ * other's data. The seq counter's row also marks the user as one who has synced on this profile: from
+ * then on every write of the user is queued, with sync on or off (see writer.ts).
+ */
+export const syncNames = {
+  /** The meta key of the user's last outbox seq (0 before the first row); absent while the user has never synced here. */
+  seq: (userId: string) => `sync:seq:${JSON.stringify([userId])}`,
+  /** The meta key of the user's pull cursor (absent: pull from the start). */
+  cursor: (userId: string) => `sync:cursor:${JSON.stringify([userId])}`,
+  /** The meta key of the client id the user's pushes from this profile carry. */
+  clientId: (userId: string) => `sync:clientId:${JSON.stringify([userId])}`,
+  /** The meta key that marks the user's existing data as queued (the first sync's seed); the name earlier versions wrote. */
+  seeded: (userId: string) => `sync:seeded:${userId}`,
+  /** The Web Lock of the user's sync leader on profile `name`. */
+  leaderLock: (name: string, userId: string) => `tabula:${name}:sync-leader:${JSON.stringify([userId])}`,
+  /** The BroadcastChannel of the user's sync engines on profile `name` (status, nudges). */
+  channel: (name: string, userId: string) => `tabula:${name}:sync:${JSON.stringify([userId])}`,
+} as const;
+
+/**
+ * The meta keys of the one sync state a profile had before it was kept per user (schema version 4 and
+ * earlier): the upgrade gives it to the user it belonged to (see schema.ts).
+ */
+export const LEGACY_SYNC_KEYS = { seq: 'sync:seq', cursor: 'sync:cursor', clientId: 'sync:clientId' } as const;
+
+/** The prefix of the meta keys that record, per board life, what the sync leader has queued of it (src/sync/boards.ts). */
+export const BOARD_QUEUED_PREFIX = 'sync:board:';
+
+/** What any tab posts on a user's sync channel after it queued rows of that user: the leader pushes them (and recounts). */
+export const SYNC_NUDGE = { v: 1, kind: 'nudge' } as const;

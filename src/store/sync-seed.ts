@@ -1,32 +1,41 @@
 /**
- * The first time a profile opens with sync on, what it already holds goes
- * to the outbox too: a user who chatted offline and signs in later finds
- * those chats on their other devices. Each session is described by the
- * ops that rebuild it, with its stored order keys and ids, so replicas
- * apply them like any other ops, and an op that also reached the outbox
- * the usual way applies once.
+ * The first time a profile opens with sync on for a user, what it already
+ * holds of that user goes to the user's outbox too: a user who chatted
+ * offline and signs in later finds those chats on their other devices. Each
+ * session is described by the ops that rebuild it, with its stored order
+ * keys and ids, so replicas apply them like any other ops, and an op that
+ * also reached the outbox the usual way applies once. From then on the user
+ * has sync state here (their seq counter), and every write of theirs is
+ * queued as it is made, with sync on or off (writer.ts): the seed runs once.
  */
 import { subOrder } from '../core/hlc.js';
 import type { Op, OpBody, OpKind } from '../core/ops.js';
 import { newId } from './ids.js';
 import { sessionRange, sessionTables, userSessionRows, type SessionRow, type TabulaDb } from './schema.js';
 import { dexieRequests } from './requests.js';
+import { syncNames } from './sync-host.js';
 import { queueOutbox } from './writer.js';
 
-/** The meta key that marks a user's existing data as queued. */
-const seededKey = (userId: string) => `sync:seeded:${userId}`;
-
-/** Queues the ops that rebuild every session of `userId`, once per profile and user, in one transaction. */
+/**
+ * Queues the ops that rebuild every session of `userId`, once per profile and user, in one transaction,
+ * and starts the user's seq counter (at 0 when nothing was queued), which marks them as a user who syncs here.
+ */
 export function seedOutbox(db: TabulaDb, userId: string): Promise<void> {
   return db.transaction('rw', sessionTables(db), async () => {
-    if (await db.meta.get(seededKey(userId))) return;
+    const [seeded, counter] = await db.meta.bulkGet([syncNames.seeded(userId), syncNames.seq(userId)]);
+    if (!counter) await db.meta.put({ key: syncNames.seq(userId), value: 0 });
+    if (seeded) return;
     const sessions = await userSessionRows(db, userId);
-    for (const row of sessions) await queueOutbox(dexieRequests(db), await sessionOps(db, row));
-    await db.meta.put({ key: seededKey(userId), value: true });
+    for (const row of sessions) await queueOutbox(dexieRequests(db), userId, await sessionOps(db, row));
+    await db.meta.put({ key: syncNames.seeded(userId), value: true });
   });
 }
 
-async function sessionOps(db: TabulaDb, row: SessionRow): Promise<Op[]> {
+/**
+ * The ops that rebuild a stored session, with its rows' order keys and ids (see the module comment). A
+ * reply still streaming is left out: it travels when it is finished.
+ */
+export async function sessionOps(db: TabulaDb, row: SessionRow): Promise<Op[]> {
   const { userId, sessionId } = row;
   const range = sessionRange(userId, sessionId);
   const [messages, journal, notes, memory, checkpoints] = await Promise.all([

@@ -16,8 +16,9 @@ import { createChangeFeed, type SessionChange } from './changes.js';
 import { createRunCoordinator } from './coordinator.js';
 import { platformLocks } from './locks.js';
 import { createBoardNotices, type BoardNotices } from './board-notices.js';
+import { adoptSession, finishAdopted, unfinishedAdoptions } from './adopt.js';
 import { seedOutbox } from './sync-seed.js';
-import type { SyncAdapter, SyncBoards, SyncEngine, SyncHandle } from './sync-host.js';
+import { SYNC_NUDGE, syncNames, type SyncAdapter, type SyncBoards, type SyncEngine, type SyncHandle } from './sync-host.js';
 import { createRecovery } from './recovery.js';
 import { readSessionOpen } from './open-read.js';
 import { mapStorageError } from './errors.js';
@@ -75,9 +76,25 @@ export interface Tabula {
    * function. `session.subscribe()` listens to one session.
    */
   subscribe(listener: (change: SessionChange) => void): () => void;
+  /**
+   * Moves the sessions of user `fromUserId` on this profile (a guest's, say the default `'anonymous'`
+   * before sign-in) to this Tabula's user, as that user's sessions: messages, prefix, state, journal,
+   * notes, memory, checkpoints and board, with their ids and order keys. They are queued for sync under
+   * this user (when this user syncs here), and the originals are deleted. A session whose id this user
+   * already has, or one with a reply still streaming, stays where it is and is listed in `kept`. Each
+   * session moves in one transaction and its copy is recognised, so an adopt cut short (a crash, a closed
+   * tab) is finished by calling it again.
+   */
+  adopt(fromUserId: string): Promise<AdoptResult>;
   /** Sync controls and status; null without `openTabula({ sync })`. */
   readonly sync: SyncHandle | null;
   close(): Promise<void>;
+}
+
+/** What {@link Tabula.adopt} did: the session ids it moved, and those it left with the other user. */
+export interface AdoptResult {
+  readonly adopted: readonly string[];
+  readonly kept: readonly string[];
 }
 
 /** Meta keys naming the clocks of this profile's tabs that wrote with sync on. */
@@ -102,8 +119,13 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   // A counter we create is ours to close; one the caller passed is theirs.
   const ownCounter = options.tokenCounter ? null : typeof Worker === 'function' ? lazyWorkerCounter() : null;
   const counter: TokenCounter = options.tokenCounter ?? ownCounter ?? new ApproxTokenCounter();
-  // With sync on, each board change stored in any tab is announced to the sync leader.
-  const boardNotices = options.sync ? createBoardNotices(name, onError) : null;
+  // Each board change stored in any tab is announced to the sync leader (in whichever tab it runs): a tab
+  // without sync opens the channel on its first board change.
+  let boardNotices: BoardNotices | null = options.sync ? createBoardNotices(name, onError) : null;
+  /** Set as the notices close: a board change stored after that (its flush outlived the registry) is announced by no one. */
+  let noticesClosed = false;
+  /** Channels to other tabs' sync engines, by user, opened on the first write of that user that queued rows. */
+  const engineChannels = new Map<string, BroadcastChannel>();
   const store: StoreContext = {
     db,
     name,
@@ -127,7 +149,10 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
         const row = await db.sessions.get([userId, sessionId]);
         return row && lifeOf(row);
       },
-      ...(boardNotices ? { onLocalUpdate: (userId: string, sessionId: string) => boardNotices.announce(userId, sessionId) } : {}),
+      onLocalUpdate: (userId: string, sessionId: string) => {
+        // A closed channel throws on postMessage, and one opened now would never be closed; the next leader's first look finds the change.
+        if (!noticesClosed) (boardNotices ??= createBoardNotices(name, onError)).announce(userId, sessionId);
+      },
     }),
     closed: false,
   };
@@ -146,7 +171,9 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     store.knownRows.clear();
     store.coordinator.close();
     store.feed.close();
+    noticesClosed = true;
     boardNotices?.close();
+    for (const channel of engineChannels.values()) channel.close();
     ownCounter?.close();
     db.close();
   };
@@ -157,6 +184,17 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     throw mapStorageError(error, `open the IndexedDB database "${name}"`);
   }
   let engine: SyncEngine | null = null;
+  store.sync = {
+    userId: options.sync ? defaultUserId : null,
+    nudge(userId, queued) {
+      if (engine && userId === defaultUserId) return engine.nudge(queued);
+      // Rows of a user whose engine runs elsewhere (a tab without sync writing for a user who syncs here): their leader pushes them.
+      if (typeof BroadcastChannel !== 'function') return;
+      let channel = engineChannels.get(userId);
+      if (!channel) engineChannels.set(userId, (channel = new BroadcastChannel(syncNames.channel(name, userId))));
+      channel.postMessage(SYNC_NUDGE);
+    },
+  };
   if (options.sync) {
     try {
       await seedOutbox(db, defaultUserId);
@@ -164,7 +202,6 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       await tearDown();
       throw mapStorageError(error, 'queue the existing sessions for sync');
     }
-    store.sync = { userId: defaultUserId, nudge: (queued) => engine?.nudge(queued) };
     // This tab's clock id, so that a save made here is recognised when another device's save beats it.
     await db.meta.put({ key: `${LOCAL_CLOCK_PREFIX}${store.clock.clientId}`, value: true });
     engine = options.sync.start({
@@ -313,6 +350,28 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     },
 
     importSession: (data) => importData(data, { userId: defaultUserId }),
+
+    async adopt(fromUserId) {
+      assertOpen(store);
+      const from = checkId(fromUserId, 'adopt(fromUserId)');
+      if (from === defaultUserId) {
+        throw new TabulaError('argument/invalid', `adopt(fromUserId) moves another user's sessions to this Tabula's user "${defaultUserId}"; it was given that user.`);
+      }
+      const adopted: string[] = [];
+      const kept: string[] = [];
+      try {
+        for (const sessionId of await unfinishedAdoptions(db, defaultUserId)) await finishAdopted(store, defaultUserId, sessionId);
+        for (const { sessionId } of await userSessionRows(db, from)) {
+          // A reply whose tab is gone is marked interrupted first (as opening the session would), so it can move.
+          const { row, unfinished } = await readSessionOpen(db, from, sessionId);
+          if (row) await recovery.check(from, sessionId, unfinished);
+          ((await adoptSession(store, from, defaultUserId, sessionId)) ? adopted : kept).push(sessionId);
+        }
+      } catch (error) {
+        throw mapStorageError(error, `adopt the sessions of user "${from}"`);
+      }
+      return { adopted, kept };
+    },
 
     subscribe(listener) {
       if (typeof listener !== 'function') throw new TabulaError('argument/invalid', `tabula.subscribe(listener) takes a function, got ${describeValue(listener)}.`);

@@ -15,31 +15,34 @@ import type { RunCoordinator } from './coordinator.js';
 import { mapStorageError } from './errors.js';
 import type { KnownRows } from './known-rows.js';
 import { newId } from './ids.js';
-import { OUTBOX_SEQ_KEY } from './sync-host.js';
+import { syncNames } from './sync-host.js';
 import { abortTransaction, nativeRequests, nativeTransaction, transactionDone } from './native-requests.js';
 import { dexieRequests, type WriteRequests } from './requests.js';
 import { lifeOf, sessionTables, type OutboxRow, type SessionRow, type TabulaDb } from './schema.js';
 
 /**
- * Queues ops for sync in the caller's transaction (its requests: `dexieRequests(db)` inside a Dexie
- * transaction), numbered 1, 2, 3… with no gap (the server refuses gaps): the seq counter lives in meta,
- * so an aborted write takes its numbers back with it. Returns the rows queued. `counter` is the counter's
- * row read earlier in the same transaction (a write issues it with its first requests, so the numbering
- * costs no round trip of its own); by default it is read here.
+ * Queues ops (or board updates) of `userId` for sync in the caller's transaction (its requests:
+ * `dexieRequests(db)` inside a Dexie transaction), numbered 1, 2, 3… per user with no gap (the server
+ * refuses gaps): the user's seq counter lives in meta, so an aborted write takes its numbers back with
+ * it. Returns the rows queued. `counter` is the counter's row read earlier in the same transaction (a
+ * write issues it with its first requests, so the numbering costs no round trip of its own); by default
+ * it is read here.
  */
 export async function queueOutbox(
   requests: WriteRequests,
+  userId: string,
   items: readonly (Op | { board: { sessionId: string; update: string; after?: string } })[],
   counter?: PromiseLike<{ value: unknown } | undefined>,
 ): Promise<OutboxRow[]> {
   if (items.length === 0) return [];
-  const last = await (counter ?? requests.meta.get(OUTBOX_SEQ_KEY));
+  const key = syncNames.seq(userId);
+  const last = await (counter ?? requests.meta.get(key));
   let seq = typeof last?.value === 'number' ? last.value : 0;
-  const rows = items.map((item): OutboxRow => ('board' in item ? { seq: ++seq, board: item.board } : { seq: ++seq, op: item }));
-  const [refused] = await Promise.all([requests.outbox.bulkAdd(rows), requests.meta.put({ key: OUTBOX_SEQ_KEY, value: seq })]);
+  const rows = items.map((item): OutboxRow => ('board' in item ? { seq: ++seq, userId, board: item.board } : { seq: ++seq, userId, op: item }));
+  const [refused] = await Promise.all([requests.outbox.bulkAdd(rows), requests.meta.put({ key, value: seq })]);
   // A seq already taken means the counter is behind the outbox (other code changed the database): pushing
   // would skip or repeat ops, so the write fails (storage/failed) and lands nothing.
-  if (refused.size > 0) throw new DOMException(`The sync outbox already holds seq ${[...refused].map((position) => rows[position]?.seq).join(', ')}`, 'ConstraintError');
+  if (refused.size > 0) throw new DOMException(`The sync outbox already holds seq ${[...refused].map((position) => rows[position]?.seq).join(', ')} of user "${userId}"`, 'ConstraintError');
   return rows;
 }
 
@@ -65,10 +68,12 @@ export interface StoreContext {
   /** The session rows this Tabula last saw committed, on which appends build (see commit). */
   readonly knownRows: KnownRows;
   /**
-   * Set when sync is on: the user whose local ops are queued in the outbox, and the engine to nudge
-   * (with the outbox rows a write committed, when it queued some).
+   * Sync as writes see it: `userId` is the user this Tabula's sync engine runs for (null with sync off),
+   * whose writes are always queued; a user who has synced on this profile before has theirs queued too,
+   * with sync on or off (see {@link syncNames}). `nudge` hears of the rows a write queued, for the
+   * engine of their user in this tab or another.
    */
-  sync?: { readonly userId: string; nudge(queued?: readonly OutboxRow[]): void };
+  sync?: { readonly userId: string | null; nudge(userId: string, queued: readonly OutboxRow[]): void };
   closed: boolean;
 }
 
@@ -179,9 +184,10 @@ async function attempt<T>(
   /** Builds the write and issues its requests, through Dexie's tables or a native transaction's. */
   const write = async (requests: WriteRequests): Promise<T> => {
     const key: [string, string] = [userId, sessionId];
-    // The outbox counter is read with the write's first requests, not after them: one round trip less
-    // before the write commits and sync can push it. Awaited by queueOutbox, or unused when nothing syncs.
-    const counter = store.sync ? requests.meta.get(OUTBOX_SEQ_KEY) : undefined;
+    // The user's outbox counter is read with the write's first requests, not after them: one round trip
+    // less before the write commits and sync can push it. Its row also says whether the user has synced on
+    // this profile: then the write is queued even with sync off here, so nothing written is left behind.
+    const counter = store.sync ? requests.meta.get(syncNames.seq(userId)) : undefined;
     counter?.catch(() => undefined);
     let slot: SessionSlot;
     if (known) slot = knownSlot(requests, key, known, checks);
@@ -248,7 +254,8 @@ async function attempt<T>(
     }
     await flushSlot(requests, slot);
     await knownRowsHeld(checks);
-    if (store.sync) queued = await queueOutbox(requests, emitted.filter((op) => op.userId === store.sync?.userId && isSynced(op)), counter);
+    const synced = emitted.filter(isSynced);
+    if (counter && synced.length > 0 && (store.sync?.userId === userId || (await counter) !== undefined)) queued = await queueOutbox(requests, userId, synced, counter);
     committed = slot.row;
     return value;
   };
@@ -265,7 +272,7 @@ async function attempt<T>(
     throw mapStorageError(error, what);
   }
   store.knownRows.set(userId, sessionId, committed);
-  if (store.sync && emitted.some(isSynced)) store.sync.nudge(queued);
+  if (queued.length > 0) store.sync?.nudge(userId, queued);
   if (applied.length > 0) {
     store.feed.publish({ userId, sessionId, kinds: [...new Set(applied.map((op) => op.kind))] }, 'local');
   }

@@ -14,7 +14,7 @@ import { TabulaError } from '../core/errors.js';
 import { REMOTE_ORIGIN } from '../blackboard/registry.js';
 import { checkBlackboardUpdate } from '../blackboard/validate.js';
 import type { TabulaDb } from '../store/schema.js';
-import type { SyncBoard } from '../store/sync-host.js';
+import { BOARD_QUEUED_PREFIX, type SyncBoard } from '../store/sync-host.js';
 import { dexieRequests } from '../store/requests.js';
 import { queueOutbox } from '../store/writer.js';
 
@@ -24,7 +24,7 @@ import { queueOutbox } from '../store/writer.js';
  * would queue again what the server sent it. A board of a life with no name keeps the key it always had.
  */
 function queuedKey(userId: string, sessionId: string, after: string | undefined): string {
-  return `sync:board:${JSON.stringify(after === undefined ? [userId, sessionId] : [userId, sessionId, after])}`;
+  return `${BOARD_QUEUED_PREFIX}${JSON.stringify(after === undefined ? [userId, sessionId] : [userId, sessionId, after])}`;
 }
 
 /** The snapshot queued for the board's life, or null when none is (nothing of this life queued yet). */
@@ -40,7 +40,7 @@ async function readQueued(db: TabulaDb, key: string): Promise<Y.Snapshot | null>
 async function writeQueued(db: TabulaDb, userId: string, sessionId: string, key: string, snapshot: Y.Snapshot, first: boolean): Promise<void> {
   if (first) {
     // JSON escapes quotes inside strings, so this prefix matches this session's keys and no other's.
-    const prefix = `sync:board:${JSON.stringify([userId, sessionId]).slice(0, -1)}`;
+    const prefix = `${BOARD_QUEUED_PREFIX}${JSON.stringify([userId, sessionId]).slice(0, -1)}`;
     await db.meta.where('key').startsWith(prefix).and((row) => row.key !== key).delete();
   }
   await db.meta.put({ key, value: toBase64(Y.encodeSnapshot(snapshot)) });
@@ -59,7 +59,7 @@ export function queueBoard(db: TabulaDb, userId: string, sessionId: string, boar
     if (Y.equalSnapshots(queued, now)) return false;
     const update = toBase64(Y.encodeStateAsUpdate(board.doc, Y.encodeStateVector(queued.sv)));
     // The update names the board's session life, so that no replica applies it to another life.
-    await queueOutbox(dexieRequests(db), [{ board: board.after === undefined ? { sessionId, update } : { sessionId, update, after: board.after } }]);
+    await queueOutbox(dexieRequests(db), userId, [{ board: board.after === undefined ? { sessionId, update } : { sessionId, update, after: board.after } }]);
     await writeQueued(db, userId, sessionId, key, now, stored === null);
     return true;
   });
@@ -109,14 +109,46 @@ export function updatesForLife(board: SyncBoard, updates: readonly PulledBoardUp
  * waiting to be queued, the queued snapshot moves along, so the update is
  * not sent back. The snapshot is the board life's own, so this holds for a
  * session deleted and created again too.
+ *
+ * The snapshot recorded is the board as the update left it, taken inside
+ * the transaction that applied it, before its observers run: an edit made
+ * by an observe() listener reacting to the update (how an agent answers on
+ * the board), or a microtask or a task later while the update is stored, is
+ * this device's own and must still be queued. The board after the wait
+ * would count it as the server's: never pushed, nor any later edit built on
+ * it, and `pending 0` all along.
  */
 export async function applyRemoteBoard(db: TabulaDb, userId: string, sessionId: string, board: SyncBoard, updates: readonly Uint8Array[]): Promise<void> {
-  const before = Y.snapshot(board.doc);
-  Y.applyUpdate(board.doc, updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates([...updates]), REMOTE_ORIGIN);
+  const { doc } = board;
+  const before = Y.snapshot(doc);
+  const update = updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates([...updates]);
+  let applying: Y.Transaction | null = null;
+  let applied: Y.Snapshot | null = null;
+  // Yjs emits this for a transaction once its changes are integrated and before any observer is called; the
+  // edits observers make are transactions of their own, cleaned up after this one.
+  const capture = (transaction: Y.Transaction) => {
+    if (transaction === applying) applied = Y.snapshot(doc);
+  };
+  doc.on('beforeObserverCalls', capture);
+  try {
+    // Not local, as Y.applyUpdate's own transaction would be (Yjs checks a remote one for a clash of client ids).
+    Y.transact(
+      doc,
+      (transaction) => {
+        applying = transaction;
+        Y.applyUpdate(doc, update, REMOTE_ORIGIN);
+      },
+      REMOTE_ORIGIN,
+      false,
+    );
+  } finally {
+    doc.off('beforeObserverCalls', capture);
+  }
+  const queuedNow: Y.Snapshot = applied ?? before;
   await board.flushed();
   const key = queuedKey(userId, sessionId, board.after);
   await db.transaction('rw', db.meta, async () => {
     const stored = await readQueued(db, key);
-    if (Y.equalSnapshots(stored ?? Y.emptySnapshot, before)) await writeQueued(db, userId, sessionId, key, Y.snapshot(board.doc), stored === null);
+    if (Y.equalSnapshots(stored ?? Y.emptySnapshot, before)) await writeQueued(db, userId, sessionId, key, queuedNow, stored === null);
   });
 }

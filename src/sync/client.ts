@@ -17,8 +17,8 @@ import { safeParse } from '../core/validation.js';
 import type { Op, OpKind } from '../core/ops.js';
 import { applyOps, StaleKnownRow, type ApplyOptions, type SaveConflict } from '../store/apply.js';
 import type { SaveConflictInfo } from '../store/changes.js';
-import { checkRow, sessionTables, type OutboxRow } from '../store/schema.js';
-import type { SyncAdapter, SyncEngine, SyncHost, SyncStatus } from '../store/sync-host.js';
+import { checkRow, sessionTables, userOutbox, type OutboxRow } from '../store/schema.js';
+import { SYNC_NUDGE, syncNames, type SyncAdapter, type SyncEngine, type SyncHost, type SyncStatus } from '../store/sync-host.js';
 import { applyRemoteBoard, decodeBoardUpdates, queueBoard, updatesForLife } from './boards.js';
 import { readPokes } from './events.js';
 import {
@@ -46,13 +46,10 @@ export interface HttpSyncOptions {
   readonly pollIntervalMs?: number;
 }
 
-const CURSOR_KEY = 'sync:cursor';
-
 /** The pull cursor a meta row holds; null before the first page (a pull from the start). */
 function cursorOf(row: { value: unknown } | undefined): string | null {
   return typeof row?.value === 'string' ? row.value : null;
 }
-const CLIENT_KEY = 'sync:clientId';
 /** Stays under the server's default body limit with room for the envelope. */
 const PUSH_BYTES = DEFAULT_SYNC_LIMITS.maxBodyBytes - 64 * 1024;
 const MAX_BACKOFF_MS = 60_000;
@@ -139,14 +136,17 @@ function backoff(baseMs: number, failures: number): number {
 }
 
 function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
-  const { db } = host;
+  const { db, userId } = host;
+  // All of it is this user's: another user signed in on this profile has a state, an outbox and a leader of their own.
+  const CURSOR_KEY = syncNames.cursor(userId);
+  const CLIENT_KEY = syncNames.clientId(userId);
   const base = options.url.replace(/\/+$/, '');
   const doFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => globalThis.fetch(input, init));
   const pollMs = options.pollIntervalMs ?? 5000;
   let status: SyncStatus = { state: 'idle', pending: 0, lastSyncedAt: null };
   const listeners = new Set<(status: SyncStatus) => void>();
   const closing = new AbortController();
-  const tabs = typeof BroadcastChannel === 'function' ? new BroadcastChannel(`tabula:${host.name}:sync`) : null;
+  const tabs = typeof BroadcastChannel === 'function' ? new BroadcastChannel(syncNames.channel(host.name, userId)) : null;
   let paused = false;
   let closed = false;
   /** Work queued before close() (a cycle, a page) stops here instead of starting. */
@@ -186,7 +186,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       tabs?.postMessage({ v: 1, kind: 'status', state, pending, lastSyncedAt, error: error ? { code: error.code, message: error.message } : null } satisfies TabMessage);
     }
   };
-  const countPending = async () => db.outbox.count();
+  const countPending = async () => userOutbox(db, userId).count();
 
   const clientId = (async () => {
     const stored = await db.meta.get(CLIENT_KEY);
@@ -236,7 +236,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       const board = await host.boards.open(sessionId);
       if (!board) continue;
       try {
-        await queueBoard(db, host.userId, sessionId, board);
+        await queueBoard(db, userId, sessionId, board);
       } catch (error) {
         dirtyBoards.add(sessionId);
         throw error;
@@ -255,7 +255,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     const rows = handed;
     handed = [];
     if (acked === null) return null;
-    const fresh = rows.filter((row) => (row.seq as number) > (acked as number));
+    const fresh = rows.filter((row) => row.userId === userId && row.seq > (acked as number));
     return fresh.length > 0 && fresh.every((row, i) => row.seq === (acked as number) + 1 + i) ? fresh : null;
   };
 
@@ -265,13 +265,15 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     for (;;) {
       // A write this tab just committed goes out without a read of the outbox before it (a round trip
       // less between the write and the server); the read that follows the push finds anything else.
-      const rows = takeHanded() ?? (await db.outbox.orderBy('seq').limit(DEFAULT_SYNC_LIMITS.maxPushItems).toArray());
+      const rows = takeHanded() ?? (await userOutbox(db, userId).limit(DEFAULT_SYNC_LIMITS.maxPushItems).toArray());
       if (rows.length === 0) return;
       const items: PushItem[] = [];
       let bytes = 0;
       for (const raw of rows) {
-        const row = checkRow('outbox', raw.seq ?? null, raw);
-        const item: PushItem = row.op ? { seq: row.seq as number, op: row.op } : { seq: row.seq as number, board: row.board };
+        const row = checkRow('outbox', [raw.userId, raw.seq], raw);
+        // Only ever with its own user's token: a row of another user would put their data in this account.
+        if (row.userId !== userId) throw new TabulaError('schema/invalid', `Outbox row ${JSON.stringify([raw.userId, raw.seq])} is not of user "${userId}"; nothing was pushed.`);
+        const item: PushItem = row.op ? { seq: row.seq, op: row.op } : { seq: row.seq, board: row.board };
         const size = JSON.stringify(item).length + 16;
         if (items.length > 0 && bytes + size > PUSH_BYTES) break;
         items.push(item);
@@ -293,7 +295,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       }
       // The server has committed everything up to lastSeq: those rows leave the outbox.
       acked = lastSeq;
-      await db.outbox.where('seq').belowOrEqual(lastSeq).delete();
+      await db.outbox.where('[userId+seq]').between([userId, -Infinity], [userId, lastSeq], true, true).delete();
       // A long outbox shows its progress; after a short one the cycle's end counts what is left.
       if (rows.length === DEFAULT_SYNC_LIMITS.maxPushItems) setStatus({ state: 'syncing', pending: await countPending() });
     }
@@ -370,7 +372,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       if (!board) continue;
       try {
         const ofThisLife = updatesForLife(board, updates);
-        if (ofThisLife.length > 0) await applyRemoteBoard(db, host.userId, sessionId, board, ofThisLife);
+        if (ofThisLife.length > 0) await applyRemoteBoard(db, userId, sessionId, board, ofThisLife);
       } finally {
         await board.release();
       }
@@ -629,8 +631,11 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     };
   }
 
+  // What waits from before (written with sync off, or left by a crash) is counted before anything says
+  // the user is synced.
+  refreshPending();
   const leadership = host.locks
-    .request(`tabula:${host.name}:sync-leader`, { signal: closing.signal }, lead)
+    .request(syncNames.leaderLock(host.name, userId), { signal: closing.signal }, lead)
     .catch((error: unknown) => {
       if (!closed) host.onError(toError(error));
     });
@@ -656,7 +661,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
         if (queued) handed = handed.length + queued.length > DEFAULT_SYNC_LIMITS.maxPushItems ? [] : [...handed, ...queued];
         localWrite();
       } else {
-        tabs?.postMessage({ v: 1, kind: 'nudge' } satisfies TabMessage);
+        tabs?.postMessage(SYNC_NUDGE satisfies TabMessage);
       }
     },
     async close() {

@@ -303,10 +303,10 @@ describe('the request contract, through Dexie and through a native transaction a
   it('nativeRequests: each table reads its own store', async () => {
     const db = await openDb();
     try {
-      await db.outbox.add({ seq: 7, board: { sessionId: 's', update: 'AAA=' } });
+      await db.outbox.add({ seq: 7, userId: 'u', board: { sessionId: 's', update: 'AAA=' } });
       const tx = nativeTransaction(db, ['sessions', 'messages', 'meta', 'outbox'], 'readonly') as IDBTransaction;
       const requests = nativeRequests(tx);
-      expect(await requests.outbox.get(7)).toEqual({ seq: 7, board: { sessionId: 's', update: 'AAA=' } });
+      expect(await requests.outbox.get(['u', 7])).toEqual({ seq: 7, userId: 'u', board: { sessionId: 's', update: 'AAA=' } });
       expect(await requests.meta.get('a')).toEqual({ key: 'a', value: 1 });
       expect(await requests.sessions.get(['u', 's'])).toBeUndefined();
       expect(await requests.messages.get(['u', 's', 'm'])).toBeUndefined();

@@ -43,7 +43,7 @@ const VALID: Record<Table, Fields> = {
   notes: { id: 'n', userId: 'u', sessionId: 's', order: '1', text: 'note', runId: null, scope: null, at: 1 },
   memory: { userId: 'u', sessionId: 's', scope: 'sc', key: 'k', value: null, deleted: true, order: '1' },
   checkpoints: { id: 'c', userId: 'u', sessionId: 's', label: null, at: 1, order: '1', snapshot: { prefix, state, messages: [] } },
-  outbox: { seq: 1, board: { sessionId: 's', update: 'AA==' } },
+  outbox: { seq: 1, userId: 'u', board: { sessionId: 's', update: 'AA==' } },
   runs: { runId: 'r', userId: 'u', sessionId: 's', scope: 'sc', visit: 1, attempt: 1, status: 'running', startedAt: 1, endedAt: null },
 };
 
@@ -56,7 +56,7 @@ const ALSO_VALID: Array<[Table, Fields]> = [
   ['notes', { runId: 'r', scope: 'sc' }],
   ['memory', { value: { any: ['json'] }, deleted: false }],
   ['checkpoints', { label: 'before', snapshot: { prefix, state, messages: [snapshotMessage] } }],
-  ['outbox', { seq: undefined, board: { sessionId: 's', update: 'AA==', after: '' } }],
+  ['outbox', { board: { sessionId: 's', update: 'AA==', after: '' } }],
   ['runs', { status: 'abandoned', endedAt: 2, visit: 2, attempt: 3 }],
 ];
 
@@ -135,12 +135,15 @@ const INVALID: Array<[Table, Fields, Array<string | number>]> = [
 
 /** An outbox row is an op or a board update; a row that is neither is refused as a whole. */
 const INVALID_OUTBOX: Fields[] = [
-  { seq: 1 },
-  { seq: 1, board: { sessionId: 's', update: 1 } },
-  { seq: 1, board: { sessionId: 's', update: 'AA==', after: 1 } },
-  { seq: 1, board: { update: 'AA==' } },
-  { seq: '1', board: { sessionId: 's', update: 'AA==' } },
-  { seq: 1, op: { kind: 'no.such.op' } },
+  { seq: 1, userId: 'u' },
+  { seq: 1, userId: 'u', board: { sessionId: 's', update: 1 } },
+  { seq: 1, userId: 'u', board: { sessionId: 's', update: 'AA==', after: 1 } },
+  { seq: 1, userId: 'u', board: { update: 'AA==' } },
+  { seq: '1', userId: 'u', board: { sessionId: 's', update: 'AA==' } },
+  { seq: 1, userId: 'u', op: { kind: 'no.such.op' } },
+  // Every row names the user whose sync pushes it (an op row, the op's user), under its seq.
+  { seq: 1, board: { sessionId: 's', update: 'AA==' } },
+  { userId: 'u', board: { sessionId: 's', update: 'AA==' } },
 ];
 
 const issuesOf = (table: Table, row: unknown): Array<{ path: unknown[] }> => {

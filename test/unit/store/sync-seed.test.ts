@@ -8,8 +8,8 @@
  * rows they rebuild (a note or journal entry that also reached the outbox
  * the usual way would then apply twice), a deleted memory key queued as set,
  * and a profile queued again on every open, or again after an upgrade
- * because the persisted markers (`sync:seeded:<user>`, the outbox seq
- * counter `sync:seq`) changed name.
+ * because the persisted markers (`sync:seeded:<user>`, the user's outbox
+ * seq counter `sync:seq:["<user>"]`) changed name.
  */
 import { describe, expect, it } from 'vitest';
 import { PrefixContext } from '../../../src/index.js';
@@ -19,7 +19,8 @@ import { seedOutbox } from '../../../src/store/sync-seed.js';
 import { freshTabula, uniqueName } from './helpers.js';
 
 async function queuedOps(db: TabulaDb): Promise<Op[]> {
-  return (await db.outbox.orderBy('seq').toArray()).flatMap((row) => (row.op ? [row.op] : []));
+  // In primary-key order: by user, then seq.
+  return (await db.outbox.toArray()).flatMap((row) => (row.op ? [row.op] : []));
 }
 
 describe('seedOutbox', () => {
@@ -51,7 +52,7 @@ describe('seedOutbox', () => {
       const [row] = await db.sessions.where('[userId+sessionId]').equals(['alice', 'chat']).toArray();
       const streaming = messageRow({ id: 'streaming', userId: 'alice', sessionId: 'chat', order: '~', createdAt: 1, status: 'streaming', message: { role: 'assistant', content: 'half' } });
       await db.messages.add(streaming);
-      const seqBefore = (await db.meta.get('sync:seq'))?.value;
+      const seqBefore = (await db.meta.get('sync:seq:["alice"]'))?.value;
       expect(seqBefore).toBeUndefined();
       await seedOutbox(db, 'alice');
       const ops = await queuedOps(db);
@@ -100,7 +101,7 @@ describe('seedOutbox', () => {
       // Ids are fresh where no row names one, and distinct.
       expect(new Set(ops.map((op) => op.id)).size).toBe(ops.length);
       // The seq counter moved with the queue, under its persisted name.
-      expect((await db.meta.get('sync:seq'))?.value).toBe(ops.length);
+      expect((await db.meta.get('sync:seq:["alice"]'))?.value).toBe(ops.length);
       expect(await db.meta.get('sync:seeded:alice')).toEqual({ key: 'sync:seeded:alice', value: true });
 
       // Once per profile and user: again, nothing more is queued; bob's sessions are his own seed's.
@@ -116,7 +117,7 @@ describe('seedOutbox', () => {
     }
   });
 
-  it('a profile marked seeded by an earlier version is not queued again; a seq counter it left is continued', async () => {
+  it('a profile marked seeded by an earlier version is not queued again; the user’s seq counter is continued', async () => {
     const name = uniqueName('seed');
     const tabula = await freshTabula({ name, userId: 'alice' });
     await (await tabula.session('s')).append({ role: 'user', content: 'x' });
@@ -125,11 +126,11 @@ describe('seedOutbox', () => {
     try {
       await db.meta.bulkPut([
         { key: 'sync:seeded:carol', value: true },
-        { key: 'sync:seq', value: 41 },
+        { key: 'sync:seq:["alice"]', value: 41 },
       ]);
-      await db.outbox.add({ seq: 41, board: { sessionId: 's', update: 'AAA=' } });
+      await db.outbox.add({ seq: 41, userId: 'alice', board: { sessionId: 's', update: 'AAA=' } });
       await seedOutbox(db, 'alice');
-      const rows = await db.outbox.orderBy('seq').toArray();
+      const rows = await db.outbox.toArray();
       expect(rows.map((row) => [row.seq, row.op?.kind ?? 'board'])).toEqual([
         [41, 'board'],
         [42, 'session.create'],

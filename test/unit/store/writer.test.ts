@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Tabula } from '../../../src/index.js';
 import { dexieRequests } from '../../../src/store/requests.js';
 import { createDb, type OutboxRow } from '../../../src/store/schema.js';
-import { OUTBOX_SEQ_KEY } from '../../../src/store/sync-host.js';
+import { syncNames } from '../../../src/store/sync-host.js';
 import { queueOutbox } from '../../../src/store/writer.js';
 import { httpSync } from '../../../src/sync/index.js';
 import { freshTabula, uniqueName } from './helpers.js';
@@ -117,19 +117,19 @@ describe('queueOutbox', () => {
     const db = createDb(uniqueName('outbox'));
     try {
       // Other code put rows at seq 2 and 3 without moving the counter, which says 0.
-      const foreign: OutboxRow[] = [2, 3].map((seq) => ({ seq, board: { sessionId: 's', update: 'AA==' } }));
+      const foreign: OutboxRow[] = [2, 3].map((seq) => ({ seq, userId: 'alice', board: { sessionId: 's', update: 'AA==' } }));
       await db.outbox.bulkAdd(foreign);
       const items = [1, 2, 3, 4].map((n) => ({ board: { sessionId: 's', update: `update-${n}` } }));
       const refused = await db
-        .transaction('rw', [db.outbox, db.meta], () => queueOutbox(dexieRequests(db), items))
+        .transaction('rw', [db.outbox, db.meta], () => queueOutbox(dexieRequests(db), 'alice', items))
         .then(() => null, (error: unknown) => error);
       // Dexie passes it on with the original's name and text, its own stack appended.
       expect(refused).toMatchObject({ name: 'ConstraintError' });
-      expect((refused as Error).message).toMatch(/^The sync outbox already holds seq 2, 3\n/);
+      expect((refused as Error).message).toMatch(/^The sync outbox already holds seq 2, 3 of user "alice"\n/);
       expect(await db.outbox.toArray()).toEqual(foreign);
-      expect(await db.meta.get(OUTBOX_SEQ_KEY)).toBeUndefined();
+      expect(await db.meta.get(syncNames.seq('alice'))).toBeUndefined();
       // Nothing to queue: nothing read or written.
-      expect(await db.transaction('rw', [db.outbox, db.meta], () => queueOutbox(dexieRequests(db), []))).toEqual([]);
+      expect(await db.transaction('rw', [db.outbox, db.meta], () => queueOutbox(dexieRequests(db), 'alice', []))).toEqual([]);
     } finally {
       db.close();
     }

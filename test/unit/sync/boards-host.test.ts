@@ -155,3 +155,39 @@ describe('openTabula({ sync }): changes pulled from the server', () => {
     await two.close();
   });
 });
+
+describe('openTabula(): board notices as the Tabula closes', () => {
+  // The registry announces a change once it is stored; a store that ended after close() had closed the
+  // notices' channel posted on it, and the rejection went unhandled (seen in the live sync fuzz).
+  it.each([false, true])('a board change stored while the Tabula closes is announced by no one, nothing thrown (sync %s)', { timeout: 60_000 }, async (withSync) => {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      const name = uniqueName('closing');
+      const offline: typeof fetch = () => Promise.reject(new TypeError('offline'));
+      const open = () => freshTabula({ name, ...(withSync ? { sync: httpSync({ url: 'http://sync.test', token: 'token', fetch: offline, pollIntervalMs: 3_600_000 }) } : {}) });
+      // Changes stored one, two, three… turns of the event loop before close(): one of them ends after it.
+      for (let turns = 0; turns < 8; turns++) {
+        const tabula = await open();
+        const board = (await tabula.session('s')).blackboard;
+        await board.whenLoaded;
+        board.set('first', turns);
+        await new Promise((resolve) => setImmediate(resolve));
+        board.set('second', turns);
+        for (let turn = 0; turn < turns; turn++) await new Promise((resolve) => setImmediate(resolve));
+        await tabula.close();
+      }
+      // A write of the same board, made durable, comes after every store the closed ones had started.
+      const again = await open();
+      const board = (await again.session('s')).blackboard;
+      await board.whenLoaded;
+      board.set('after', true);
+      await board.flushed();
+      await again.close();
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
+  });
+});

@@ -13,6 +13,7 @@ import * as Y from 'yjs';
 import { ApproxTokenCounter, type BlackboardChange, type JsonValue, type Tabula } from '../../../src/index.js';
 import { BLACKBOARD_MAP } from '../../../src/blackboard/index.js';
 import { createDb } from '../../../src/store/schema.js';
+import { syncNames } from '../../../src/store/sync-host.js';
 import { tokenFor, uniqueUser } from '../../server/helpers.js';
 import { freshTabula, uniqueName } from '../store/helpers.js';
 import { httpSync } from '../../../src/sync/index.js';
@@ -145,7 +146,7 @@ describe('httpSync: blackboards', () => {
     // Nothing of the page was applied: not the session, not the cursor.
     expect(await reader.sessions()).toEqual([]);
     const db = createDb(reader.name);
-    expect(await db.meta.get('sync:cursor')).toBeUndefined();
+    expect(await db.meta.get(syncNames.cursor(alice))).toBeUndefined();
     db.close();
     await writer.close();
     await reader.close();

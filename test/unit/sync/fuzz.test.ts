@@ -24,18 +24,36 @@
  * deleted and created again by every device, so deletes and re-creates race
  * with other devices' writes to the old life and with each other (each op
  * names its life: apply.ts, "session lives").
+ *
+ * The second fuzz (issue 26) runs devices live: their leaders push on every
+ * write and apply pokes as they come, while the schedule writes, flushes,
+ * switches a device's sync off and on (reopened without `sync`, written to,
+ * reopened with it), and lets two users take turns on one shared profile
+ * (one signs out, the other signs in). Every device keeps its `agent`
+ * session's board open with an observe() listener that answers each
+ * question another device puts on it, at once in the listener, a microtask
+ * later or a task later: how an agent uses the board. After every flush the
+ * server must hold every write that device finished before it (a flush that
+ * ends with `pending 0` has sent everything); at the end every device,
+ * viewed as each user it holds, equals a fresh device of that user, holds
+ * every write that user made anywhere, and nothing of the other user.
  */
+import { fromBase64 } from 'lib0/buffer';
 import { describe, expect, it } from 'vitest';
-import { PrefixContext, TabulaError, type JsonValue, type MessageStream, type Session, type Tabula } from '../../../src/index.js';
+import * as Y from 'yjs';
+import { ApproxTokenCounter, PrefixContext, TabulaError, type BlackboardChange, type JsonValue, type MessageStream, type Session, type Tabula } from '../../../src/index.js';
+import { BLACKBOARD_MAP } from '../../../src/blackboard/index.js';
 import type { SyncServer } from '../../../src/server/index.js';
+import { httpSync } from '../../../src/sync/index.js';
 import { SYNC_PATHS } from '../../../src/sync/protocol.js';
 import { tokenFor, uniqueUser } from '../../server/helpers.js';
 import { TEST_SEED } from '../seed.js';
+import { freshTabula, uniqueName } from '../store/helpers.js';
 import { pausedDevice, startServer, viaServer } from './helpers.js';
 
 /** How many seeds run, each its own test (TABULA_SEED moves the first). */
 const SEEDS = 20;
-/** Random steps per seed: sized so the whole file stays under a minute on a loaded 2-core machine. */
+/** Random steps per seed: sized so the whole file (both fuzzes) stays under two minutes on a loaded 2-core machine. */
 const STEPS = 80;
 const SHARED_SESSIONS = ['s0', 's1'];
 const MEMORY_SCOPES = ['default', 'other'];
@@ -503,5 +521,313 @@ describe('sync fuzz: three devices, random writes and syncs over a faulty networ
   for (let i = 0; i < SEEDS; i++) {
     const seed = TEST_SEED + i;
     it(`seed ${seed}`, { timeout: 60_000 }, () => fuzz(seed));
+  }
+});
+
+/** Seeds of the live fuzz, each its own test (TABULA_SEED moves the first). */
+const LIVE_SEEDS = 16;
+/** Random steps per live seed (about 1.5 s each here). */
+const LIVE_STEPS = 70;
+
+/** One write the schedule (or an agent's listener) made, to find again on the server and on every device of its user. */
+interface Written {
+  readonly user: string;
+  /** The device slot that made it. */
+  readonly slot: number;
+  readonly kind: 'message' | 'note' | 'memory' | 'board';
+  readonly sessionId: string;
+  /** The message text, note text, memory key or board key: unique, and marked with its user. */
+  readonly value: string;
+  /** How many flushes of the device had started when the write finished (stored, its board change flushed). */
+  readonly after: number;
+}
+
+/**
+ * A device of the live fuzz: one browser profile, opened as `user` with sync on or off. Slot 2 is a profile
+ * two users take turns on; the others belong to one user.
+ */
+interface LiveSlot {
+  readonly index: number;
+  readonly name: string;
+  readonly users: readonly string[];
+  user: string;
+  syncOn: boolean;
+  tabula: Tabula;
+  /** Remote changes heard since the last look (quiescence). */
+  heard: number;
+  /** Flushes started, to tell the writes finished before a flush from those made while it runs. */
+  flushes: number;
+  /** Answers its agent listener is still making (a microtask or a task after the question came). */
+  readonly answering: Set<Promise<void>>;
+  /** The questions its agent answered (`user/key`): each once per user, whatever reopens came between. */
+  readonly answered: Set<string>;
+  readonly random: Random;
+}
+
+const AGENT_SESSION = 'agent';
+const LIVE_SESSIONS = ['s0', 's1', AGENT_SESSION];
+
+/** Opens the slot's profile as `slot.user`, with sync when `slot.syncOn`, and attaches its agent listener. */
+async function openSlot(server: SyncServer, slot: LiveSlot, written: Written[]): Promise<void> {
+  const { user } = slot;
+  const tabula = await freshTabula({
+    name: slot.name,
+    userId: user,
+    tokenCounter: new ApproxTokenCounter(),
+    ...(slot.syncOn ? { sync: httpSync({ url: 'http://sync.test', token: await tokenFor(user), fetch: viaServer(server), pollIntervalMs: 3_600_000 }) } : {}),
+  });
+  slot.tabula = tabula;
+  tabula.subscribe((change) => {
+    if (change.origin === 'remote') slot.heard += 1;
+  });
+  const board = (await tabula.session(AGENT_SESSION)).blackboard;
+  await board.whenLoaded;
+  board.observe((changes: BlackboardChange[]) => {
+    for (const { key, origin } of changes) {
+      if (origin !== 'remote' || !key.startsWith('q:') || slot.answered.has(`${user}/${key}`) || slot.tabula !== tabula) continue;
+      slot.answered.add(`${user}/${key}`);
+      const answer = `a:${slot.index}:${key}`;
+      const edit = async () => {
+        board.set(answer, key);
+        await board.flushed();
+        written.push({ user, slot: slot.index, kind: 'board', sessionId: AGENT_SESSION, value: answer, after: slot.flushes });
+      };
+      // The moment the agent answers: inside the listener (Yjs calls it inside the transaction that applied the
+      // question), a microtask later, or a task later; the board may close meanwhile (the device signs out).
+      const moment = slot.random.int(3);
+      const answering: Promise<void> = (moment === 0 ? edit() : new Promise<void>((resolve) => (moment === 1 ? queueMicrotask(resolve) : setTimeout(resolve, 0))).then(edit))
+        .catch((error: unknown) => {
+          if (!(error instanceof TabulaError && ['storage/closed', 'session/not-found'].includes(error.code))) throw error;
+        })
+        .finally(() => slot.answering.delete(answering));
+      slot.answering.add(answering);
+    }
+  });
+}
+
+async function closeSlot(slot: LiveSlot): Promise<void> {
+  await slot.tabula.close();
+  // A listener's answer still under way ends with the board closed, whatever it does.
+  await Promise.allSettled([...slot.answering]);
+}
+
+/** Everything the server holds for `user`: message texts, notes, memory keys and board keys by session. */
+async function serverState(server: SyncServer, user: string) {
+  const token = await tokenFor(user);
+  const found = { text: '', values: new Set<string>() };
+  const docs = new Map<string, Y.Doc>();
+  let cursor: string | null = null;
+  for (;;) {
+    const response = await server.fetch(new Request('http://sync.test/v1/pull', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ cursor }) }));
+    const body = await response.text();
+    found.text += body;
+    const page = JSON.parse(body) as { cursor: string | null; more: boolean; items: { op?: { kind: string; sessionId: string; body: Record<string, unknown> }; board?: { sessionId: string; update: string } }[] };
+    for (const { op, board } of page.items) {
+      if (op?.kind === 'message.append' || op?.kind === 'message.update') found.values.add(`${op.sessionId}/message/${String((op.body.message as { content: unknown }).content)}`);
+      if (op?.kind === 'note.add') found.values.add(`${op.sessionId}/note/${String(op.body.text)}`);
+      if (op?.kind === 'memory.set') found.values.add(`${op.sessionId}/memory/${String(op.body.key)}`);
+      if (board) {
+        const doc = docs.get(board.sessionId) ?? new Y.Doc();
+        docs.set(board.sessionId, doc);
+        Y.applyUpdate(doc, fromBase64(board.update));
+      }
+    }
+    cursor = page.cursor;
+    if (!page.more) break;
+  }
+  for (const [sessionId, doc] of docs) {
+    const map = doc.getMap<JsonValue>(BLACKBOARD_MAP);
+    for (const key of map.keys()) found.values.add(`${sessionId}/board/${key}`);
+    found.text += JSON.stringify(map.toJSON());
+  }
+  return found;
+}
+
+const writtenKey = (write: Written) => `${write.sessionId}/${write.kind}/${write.value}`;
+
+/** What the public API shows of every session of the Tabula's user, in the kinds the live fuzz writes. */
+async function liveView(tabula: Tabula) {
+  const sessions = await tabula.sessions();
+  const out: Record<string, unknown> = { sessions };
+  for (const info of sessions) {
+    const session = await tabula.session(info.sessionId);
+    const memory = session.memory();
+    await session.blackboard.whenLoaded;
+    out[info.sessionId] = {
+      messages: (await session.messages()).map((m) => [m.id, m.content, m.status]),
+      notes: (await session.notes()).map((n) => [n.id, n.text]),
+      memory: Object.fromEntries(await Promise.all((await memory.keys()).sort().map(async (key) => [key, await memory.get(key)] as const))),
+      board: session.blackboard.toJSON(),
+    };
+  }
+  return out;
+}
+
+/** The values of `view` a write of the live fuzz shows up as. */
+function viewValues(view: Record<string, unknown>): Set<string> {
+  const values = new Set<string>();
+  for (const [sessionId, shown] of Object.entries(view)) {
+    if (sessionId === 'sessions') continue;
+    const { messages, notes, memory, board } = shown as { messages: [string, unknown, string][]; notes: [string, string][]; memory: Record<string, unknown>; board: Record<string, unknown> };
+    for (const [, content] of messages) values.add(`${sessionId}/message/${String(content)}`);
+    for (const [, text] of notes) values.add(`${sessionId}/note/${text}`);
+    for (const key of Object.keys(memory)) values.add(`${sessionId}/memory/${key}`);
+    for (const key of Object.keys(board)) values.add(`${sessionId}/board/${key}`);
+  }
+  return values;
+}
+
+/** One random write of the slot's user, recorded once it finished; returns its line of the trace. */
+async function liveWrite(random: Random, slot: LiveSlot, written: Written[], n: number): Promise<string> {
+  const { user } = slot;
+  const sessionId = random.pick(LIVE_SESSIONS);
+  const session = await slot.tabula.session(sessionId);
+  const roll = random.next();
+  const mark = `${user}|${slot.index}.${n}`;
+  let write: Omit<Written, 'after'>;
+  if (roll < 0.35) {
+    await session.append({ role: 'user', content: mark });
+    write = { user, slot: slot.index, kind: 'message', sessionId, value: mark };
+  } else if (roll < 0.45) {
+    await session.note(mark);
+    write = { user, slot: slot.index, kind: 'note', sessionId, value: mark };
+  } else if (roll < 0.55) {
+    await session.memory().set(mark, n);
+    write = { user, slot: slot.index, kind: 'memory', sessionId, value: mark };
+  } else {
+    // On the agent's board a write is a question every other device of the user answers.
+    const key = sessionId === AGENT_SESSION ? `q:${mark}` : mark;
+    await session.blackboard.whenLoaded;
+    session.blackboard.set(key, n);
+    await session.blackboard.flushed();
+    write = { user, slot: slot.index, kind: 'board', sessionId, value: key };
+  }
+  written.push({ ...write, after: slot.flushes });
+  return `slot ${slot.index} (${user}${slot.syncOn ? '' : ', sync off'}): ${write.kind} ${sessionId} ${write.value}`;
+}
+
+/** Flushes the slot; once it resolves, everything its user wrote on it before the flush began is on the server. */
+async function liveFlush(server: SyncServer, slot: LiveSlot, written: readonly Written[], seed: number): Promise<void> {
+  const before = slot.flushes;
+  slot.flushes += 1;
+  await slot.tabula.sync?.flush();
+  const status = slot.tabula.sync?.status();
+  const onServer = (await serverState(server, slot.user)).values;
+  // On the shared profile, every write of this user made there, in any of their turns, is theirs to push now.
+  const missing = written.filter((write) => write.user === slot.user && write.slot === slot.index && write.after <= before && !onServer.has(writtenKey(write)));
+  expect(missing, `writes of slot ${slot.index} still unsent after a flush that said pending ${status?.pending} (seed ${seed})`).toEqual([]);
+}
+
+async function liveFuzz(seed: number): Promise<void> {
+  console.info(`[sync fuzz, live] seed ${seed} (replay with TABULA_SEED=${seed} -t "live seed ${seed}")`);
+  const random = generator(seed);
+  const server = startServer();
+  const [alice, bob] = [uniqueUser('alice'), uniqueUser('bob')];
+  const written: Written[] = [];
+  const trace: string[] = [];
+  const layout: { users: string[] }[] = [{ users: [alice] }, { users: [alice] }, { users: [alice, bob] }, { users: [bob] }];
+  const slots: LiveSlot[] = [];
+  for (const [index, { users }] of layout.entries()) {
+    const slot: LiveSlot = {
+      index,
+      name: uniqueName(`live-${index}`),
+      users,
+      user: users[0] as string,
+      syncOn: true,
+      tabula: null as unknown as Tabula,
+      heard: 0,
+      flushes: 0,
+      answering: new Set(),
+      answered: new Set(),
+      random: generator(seed * 31 + index),
+    };
+    await openSlot(server, slot, written);
+    slots.push(slot);
+  }
+  const reopen = async (slot: LiveSlot, user: string, syncOn: boolean) => {
+    await closeSlot(slot);
+    slot.user = user;
+    slot.syncOn = syncOn;
+    await openSlot(server, slot, written);
+  };
+  try {
+    for (let n = 0; n < LIVE_STEPS; n++) {
+      const slot = random.pick(slots);
+      const roll = random.next();
+      if (roll < 0.45) {
+        trace.push(await liveWrite(random, slot, written, n));
+      } else if (roll < 0.62) {
+        if (!slot.syncOn) {
+          trace.push(`slot ${slot.index}: flush (sync off)`);
+          continue;
+        }
+        await liveFlush(server, slot, written, seed);
+        trace.push(`slot ${slot.index} (${slot.user}): flush`);
+      } else if (roll < 0.75) {
+        // The leaders and pokes run meanwhile: a few turns of the event loop, a random number of them.
+        for (let i = random.int(4); i > 0; i--) await new Promise((resolve) => setImmediate(resolve));
+        trace.push('let the devices run');
+      } else if (roll < 0.87) {
+        await reopen(slot, slot.user, !slot.syncOn);
+        trace.push(`slot ${slot.index} (${slot.user}): reopened with sync ${slot.syncOn ? 'on' : 'off'}`);
+      } else {
+        const shared = slots[2] as LiveSlot;
+        const next = shared.users.find((user) => user !== shared.user) as string;
+        await reopen(shared, next, true);
+        trace.push(`slot 2: ${next} signs in`);
+      }
+    }
+
+    // Quiescence: every slot with sync on, every user of the shared profile flushed in turn, until nothing moves.
+    for (const slot of slots) if (!slot.syncOn) await reopen(slot, slot.user, true);
+    for (let round = 0; ; round++) {
+      expect(round, `sync did not settle in 12 rounds (seed ${seed})`).toBeLessThan(12);
+      let quiet = true;
+      for (const slot of slots) {
+        for (const user of slot.users) {
+          if (slot.user !== user) await reopen(slot, user, true);
+          await Promise.allSettled([...slot.answering]);
+          slot.heard = 0;
+          await liveFlush(server, slot, written, seed);
+          await Promise.allSettled([...slot.answering]);
+          if (slot.heard > 0 || slot.tabula.sync?.status().pending !== 0 || slot.answering.size > 0) quiet = false;
+        }
+      }
+      if (quiet) break;
+    }
+
+    for (const user of [alice, bob]) {
+      const other = user === alice ? bob : alice;
+      const fresh = await freshTabula({
+        name: uniqueName('live-fresh'),
+        userId: user,
+        tokenCounter: new ApproxTokenCounter(),
+        sync: httpSync({ url: 'http://sync.test', token: await tokenFor(user), fetch: viaServer(server), pollIntervalMs: 3_600_000 }),
+      });
+      await fresh.sync?.flush();
+      const expected = await liveView(fresh);
+      await fresh.close();
+      const shown = viewValues(expected);
+      expect(written.filter((write) => write.user === user && !shown.has(writtenKey(write))), `writes of ${user} missing on a fresh device (seed ${seed})`).toEqual([]);
+      expect(JSON.stringify(expected), `${other}'s data on a fresh device of ${user} (seed ${seed})`).not.toContain(`${other}|`);
+      expect((await serverState(server, user)).text, `${other}'s data in ${user}'s account (seed ${seed})`).not.toContain(other);
+      for (const slot of slots.filter((s) => s.users.includes(user))) {
+        if (slot.user !== user) await reopen(slot, user, true);
+        expect(await liveView(slot.tabula), `slot ${slot.index} as ${user} against a fresh device (seed ${seed})`).toEqual(expected);
+      }
+    }
+    console.info(`[sync fuzz, live] seed ${seed}: ${written.length} writes, ${written.filter((write) => write.value.startsWith('a:')).length} of them agents' answers`);
+  } catch (error) {
+    if (process.env.FUZZ_TRACE) console.info(`[sync fuzz, live] seed ${seed} steps:\n${trace.map((line, i) => `${i}: ${line}`).join('\n')}`);
+    throw error;
+  } finally {
+    for (const slot of slots) await closeSlot(slot);
+  }
+}
+
+describe('sync fuzz, live: devices syncing at once with pokes, agents answering on their boards, sync off and on, two users taking turns on one profile', () => {
+  for (let i = 0; i < LIVE_SEEDS; i++) {
+    const seed = TEST_SEED + i;
+    it(`live seed ${seed}`, { timeout: 60_000 }, () => liveFuzz(seed));
   }
 });

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { PrefixContext, type Tabula } from '../../../src/index.js';
 import { createDb } from '../../../src/store/schema.js';
-import { OUTBOX_SEQ_KEY } from '../../../src/store/sync-host.js';
+import { syncNames } from '../../../src/store/sync-host.js';
 import { uniqueUser } from '../../server/helpers.js';
 import { freshTabula, uniqueName } from '../store/helpers.js';
 import { device, startServer, viaServer } from './helpers.js';
@@ -68,7 +68,7 @@ describe('httpSync: data written before sync was on', () => {
     // Queued once: opening again queues nothing more (the outbox's seq counter does not move).
     const seqOf = async () => {
       const db = createDb(name);
-      const seq = (await db.meta.get(OUTBOX_SEQ_KEY))?.value;
+      const seq = (await db.meta.get(syncNames.seq(alice)))?.value;
       db.close();
       return seq;
     };
