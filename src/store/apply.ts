@@ -152,10 +152,10 @@ async function endLife(db: TabulaDb, slot: SessionSlot, order: string): Promise<
   slot.dirty = false;
 }
 
-/** The clock of the order keys an import gives the notes and journal entries it copies (not a real clock: ids from newClientId are hex). */
+/** The clock of the order keys an import gives what it copies into a first life (not a real clock: ids from newClientId are hex). */
 export const IMPORT_CLOCK = 'import';
 
-/** The order key an import places the notes and journal entries it copies after (`subOrder(IMPORTED, index)`): before anything written in the session. */
+/** The order key an import places what it copies into a first life after (`subOrder(IMPORTED, index)`): before anything written in the session. */
 export const IMPORTED = formatHlc({ wallMs: 0, counter: 0, clientId: IMPORT_CLOCK });
 
 /**
@@ -178,12 +178,15 @@ async function unseenWork(db: TabulaDb, row: SessionRow, seen: readonly string[]
     db.memory.where('[userId+sessionId+scope]').between(...range).toArray(),
     db.notes.where('[userId+sessionId+order]').between(...range).toArray(),
   ]);
+  // Rows an import placed by their place in what it copied (at IMPORTED or at the life's own `after`,
+  // which no op of the life has for order) are copies: their order key says nothing of who saw them.
+  const written = (order: string) => clockOf(order) !== IMPORT_CLOCK && hlcOf(order) !== row.after && unseen(order);
   const work: DroppedWork = {
     userId,
     sessionId,
-    messages: messages.filter((m) => (clockOf(m.order) !== IMPORT_CLOCK && unseen(m.order)) || (m.updateOrder !== undefined && unseen(m.updateOrder))).map((m) => m.id),
+    messages: messages.filter((m) => written(m.order) || (m.updateOrder !== undefined && unseen(m.updateOrder))).map((m) => m.id),
     memory: memory.filter((m) => !m.deleted && unseen(m.order)).map(({ scope, key }) => ({ scope, key })),
-    notes: notes.filter((n) => clockOf(n.order) !== IMPORT_CLOCK && unseen(n.order)).map((n) => n.id),
+    notes: notes.filter((n) => written(n.order)).map((n) => n.id),
     state: row.version > 0 && row.versionOrder !== undefined && row.versionOrder !== '' && unseen(row.versionOrder),
   };
   return work.messages.length > 0 || work.memory.length > 0 || work.notes.length > 0 || work.state ? work : undefined;
@@ -349,8 +352,9 @@ export interface SaveConflict {
  * by such an op), the memory keys (set by such an op; a key it deleted is not named), the notes (ids, in
  * order) and whether the state was last saved or restored by such an op. Not named: the prefix, journal
  * entries, checkpoints and the blackboard (a board's changes are not ops: see the report of issue 26).
- * Rows an import or fork copied in keep the order keys of what they copy, and are judged by those;
- * notes and journal entries it copied are never named (their source still holds them).
+ * Messages an import or fork copied keep the order keys of what they copy and are judged by those;
+ * rows it placed by their place in the copy (its notes and journal entries, messages ordered before the
+ * life began) are never named (their source still holds them).
  */
 export interface DroppedWork {
   readonly userId: string;

@@ -50,8 +50,9 @@ export interface SaveConflictInfo {
 
 /**
  * What a delete dropped that its deleting device never saw. A row is named when the op that last wrote
- * it had not reached the deleting device; rows an import or fork copied in are judged by the order keys
- * of what they copy, and their notes are never named (their source still has them).
+ * it had not reached the deleting device. Messages an import or fork copied are judged by the order
+ * keys of what they copy; its notes are never named (their source still has them). Not named: the
+ * prefix, journal entries, checkpoints and the blackboard.
  */
 export interface DroppedWorkInfo {
   /** Ids of the messages (appended, or last updated, by such work), in session order. */

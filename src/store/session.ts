@@ -607,6 +607,16 @@ interface BoardSlot {
   lease: BoardLease | null;
 }
 
+/**
+ * The order key an import places rows after when their own does not do (`subOrder(place, index)`): the
+ * delete the session life began after, or, in a first life, `IMPORTED`. Either sorts before every op of
+ * the life and is the same on every replica of it; no op of the life has it as its own order key, so a
+ * row placed there is known for a copy (see `DroppedWork`).
+ */
+function placeOf(after: string): string {
+  return after === '' ? IMPORTED : after;
+}
+
 /** An id an import derives from what it copies into one session life: the same on every device that imports the same thing there. */
 function importedId(kind: string, target: { userId: string; sessionId: string; after: string }, what: unknown): string {
   return `${kind}-${shortHash(JSON.stringify([target.userId, target.sessionId, target.after, what]))}`;
@@ -618,29 +628,37 @@ function importedId(kind: string, target: { userId: string; sessionId: string; a
  * two devices that import (or fork) one history into the same id store it once and in one order on
  * every replica: messages keep their ids and their order keys (`message.append`'s `order`); notes and
  * journal entries get ids derived from their content and the session life, in the export's order,
- * before anything written later (`IMPORTED`). The other ops (create, prefix, state, memory) converge by
- * their own rules: the earliest create, the last prefix and memory write, the winning save (two imports'
- * saves of one state are no conflict).
+ * before anything written later. Every row sorts after the delete the life began after (its `after`),
+ * as rows written in the life do: those before it, and all of them in a file whose messages share order
+ * keys, are placed by their place in the export (see {@link placeOf}). The other ops (create, prefix,
+ * state, memory) converge by their own rules: the earliest create, the last prefix and memory write, the
+ * winning save (two imports' saves of one state are no conflict).
  */
 export async function importInto(tx: Emitter, data: SessionExport): Promise<void> {
   await tx.emit('session.create', { createdAt: data.createdAt, forkOf: data.forkOf });
   const target = { userId: data.userId, sessionId: data.sessionId, after: tx.existing().after ?? '' };
+  const place = placeOf(target.after);
   if (data.prefix.systemPrompt !== '' || data.prefix.grounding.length > 0 || data.prefix.schemaBlock !== null) {
     await tx.emit('prefix.set', { prefix: data.prefix });
   }
   if (data.version > 0) await tx.emit('state.save', { version: data.version, patch: data.state, base: '' });
   const messages = [...data.messages].sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
-  // A file whose messages share order keys (written by hand or another tool) orders them by its array
-  // alone: then they are placed by their place in it, as its notes are.
+  // A file whose messages share order keys (written by hand or another tool) orders them by its array alone.
   const tied = messages.some((m, index) => index > 0 && m.order === messages[index - 1]?.order);
   await tx.emitAppends(
-    messages.map((m, index) => ({ id: m.id, createdAt: m.createdAt, status: m.status, message: m.message, order: tied ? subOrder(IMPORTED, index) : m.order })),
+    messages.map((m, index) => ({
+      id: m.id,
+      createdAt: m.createdAt,
+      status: m.status,
+      message: m.message,
+      order: !tied && m.order > target.after ? m.order : subOrder(place, index),
+    })),
   );
   if (data.journal.entries.length > 0) {
     const id = importedId('journal', target, data.journal.entries);
-    await tx.emit('journal.append', { entries: data.journal.entries, id, order: IMPORTED });
+    await tx.emit('journal.append', { entries: data.journal.entries, id, order: place });
     const watermark = Math.min(data.journal.watermark, data.journal.entries.length);
-    if (watermark > 0) await tx.emit('journal.commit', { watermark, through: subOrder(IMPORTED, watermark - 1) });
+    if (watermark > 0) await tx.emit('journal.commit', { watermark, through: subOrder(place, watermark - 1) });
   }
   // Two equal notes of one export are two notes: the occurrence tells them apart.
   const occurrences = new Map<string, number>();
@@ -648,7 +666,7 @@ export async function importInto(tx: Emitter, data: SessionExport): Promise<void
     const content = JSON.stringify([note.text, note.runId, note.scope, note.at]);
     const occurrence = occurrences.get(content) ?? 0;
     occurrences.set(content, occurrence + 1);
-    await tx.emit('note.add', { ...note, id: importedId('note', target, [content, occurrence]), order: subOrder(IMPORTED, index) });
+    await tx.emit('note.add', { ...note, id: importedId('note', target, [content, occurrence]), order: subOrder(place, index) });
   }
   for (const { scope, key, value } of data.memory) await tx.emit('memory.set', { scope, key, value });
 }

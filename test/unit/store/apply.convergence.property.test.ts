@@ -15,7 +15,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createHlc, hlcOf, subOrder, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
+import { createHlc, formatHlc, hlcOf, parseOp, subOrder, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
 import { applyOps, StaleKnownRow, type ApplyOptions, type AppendOp } from '../../../src/store/apply.js';
 import type { SessionExport } from '../../../src/store/export.js';
 import { importInto } from '../../../src/store/session.js';
@@ -75,6 +75,8 @@ interface Prelude {
   /** The version of the session's state and the order of the save that set it (none: 0 and ''). */
   readonly version?: number;
   readonly base?: string;
+  /** The life it is in (see `Op.after`): '' unless the session was deleted before. */
+  readonly after?: string;
 }
 
 function preludeOps(lives: boolean): Prelude {
@@ -119,7 +121,7 @@ function deviceOps(device: string, skewMs: number, actions: Action[], lives: boo
   let base = prelude.base ?? '';
   const ops: Op[] = [];
   // The device's current life ('' the shared first one) and whether the session exists on it.
-  let after = '';
+  let after = prelude.after ?? '';
   let exists = true;
   const make = <K extends OpKind>(kind: K, body: OpBody<K>) => {
     const op = { id: `${device}-op${++seq}`, kind, userId: 'u', sessionId: 's', order: clock.now(), ...(lives ? { after } : {}), body } as Op;
@@ -330,7 +332,12 @@ const historyArb = fc.record({
   otherLacksLast: fc.boolean(),
   otherPartial: fc.option(fc.nat()),
   otherExtraNote: fc.option(fc.nat()),
+  // The id had a life before, deleted after the history's first messages were written.
+  deletedBefore: fc.boolean(),
 });
+
+/** The delete an earlier life of the import's id ended with, when `deletedBefore`: ordered among the history's messages. */
+const EARLIER_DELETE = formatHlc({ wallMs: 1_699_999_990_000, counter: 2, clientId: 'del' });
 
 type History = typeof historyArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -379,17 +386,17 @@ function exportsOf(history: History): [SessionExport, SessionExport] {
  * The ops `device` writes importing `data` (importInto, as importSession and fork run it), made by its
  * own clock, with the device's view of the session they make.
  */
-async function importOps(device: string, skewMs: number, data: SessionExport): Promise<Prelude> {
+async function importOps(device: string, skewMs: number, data: SessionExport, after: string): Promise<Prelude> {
   const clock = createHlc({ clientId: device, wallClock: () => 1_700_000_000_000 + skewMs });
   const ops: Op[] = [];
   let created = false;
   const make = (kind: OpKind, body: unknown, order = clock.now()): Op => {
-    const op = { id: `${device}-import${ops.length}`, kind, userId: 'u', sessionId: 's', order, after: '', body } as Op;
+    const op = { id: `${device}-import${ops.length}`, kind, userId: 'u', sessionId: 's', order, after, body } as Op;
     ops.push(op);
     return op;
   };
-  // The session is new on the device: a first life, named ''.
-  const row = { after: '' } as SessionRow;
+  // The session is new on the device, in the life after `after`.
+  const row = { after } as SessionRow;
   const tx: Emitter = {
     row: () => (created ? row : undefined),
     existing: () => row,
@@ -402,7 +409,8 @@ async function importOps(device: string, skewMs: number, data: SessionExport): P
   };
   await importInto(tx, data);
   const saved = ops.find((op) => op.kind === 'state.save');
-  return { ops, messages: data.messages.map(({ id, order }) => ({ id, order })), checkpoints: [], version: data.version, base: saved?.order ?? '' };
+  const placed = ops.flatMap((op) => (op.kind === 'message.append' ? [{ id: op.body.id, order: op.body.order ?? op.order }] : []));
+  return { ops, messages: placed, checkpoints: [], version: data.version, base: saved?.order ?? '', after };
 }
 
 describe('applyOps convergence (property)', () => {
@@ -427,12 +435,22 @@ describe('applyOps convergence (property)', () => {
           const exports = exportsOf(history);
           const devices = await Promise.all(
             ['a', 'b'].map(async (device, index) => {
-              const imported = await importOps(device, skews[index]!, exports[index]!);
+              const imported = await importOps(device, skews[index]!, exports[index]!, history.deletedBefore ? EARLIER_DELETE : '');
               return [...imported.ops, ...deviceOps(device, skews[index]!, actions[index]!, true, imported)];
             }),
           );
           const sorted = devices.flat().sort((x, y) => (x.order < y.order ? -1 : 1));
+          // Every op is one the server accepts.
+          for (const op of sorted) expect(() => parseOp(JSON.parse(JSON.stringify(op)))).not.toThrow();
           const inOrder = await replicaOf([sorted]);
+          // Every row sorts after the delete its life began after, as an op of the life does: sync-seed.ts
+          // queues rows as ops at their own order keys.
+          const life = (await inOrder.sessions.get(['u', 's']))?.after;
+          if (life !== undefined) {
+            for (const table of [inOrder.messages, inOrder.notes, inOrder.journal] as const) {
+              for (const row of await (table as typeof inOrder.notes).toArray()) expect(row.order > life, `${table.name} row at ${row.order}`).toBe(true);
+            }
+          }
           // The history is there once: no note or journal entry of it twice (each copy had it at most once per occurrence).
           const occurrences = (values: unknown[]) => values.reduce<Map<string, number>>((counts, value) => counts.set(JSON.stringify(value), (counts.get(JSON.stringify(value)) ?? 0) + 1), new Map());
           const most = (lists: unknown[][]) => {

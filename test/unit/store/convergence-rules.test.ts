@@ -7,7 +7,7 @@
  * would, and two tabs, one of which deletes and re-creates a session the other holds a handle to.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Op } from '../../../src/core/index.js';
+import { parseOp, type Op } from '../../../src/core/index.js';
 import { openTabula, type SessionExport, type Tabula } from '../../../src/index.js';
 import { applyOps, type DroppedWork, type SaveConflict } from '../../../src/store/apply.js';
 import { createDb, sessionTables } from '../../../src/store/schema.js';
@@ -224,6 +224,41 @@ describe('one export imported into one id on two devices', () => {
     expect(await shown(two)).toEqual(onOne);
     await one.close();
     await two.close();
+  });
+});
+
+describe('an import into an id deleted after the history it copies was written', () => {
+  it('writes ops every replica accepts, as does the queueing of it for sync later: its rows sort after the delete', async () => {
+    const name = uniqueName('import-after-delete');
+    const local = await freshTabula({ name, userId: 'u' });
+    const source = await local.session('source');
+    await source.append([
+      { role: 'user', content: 'older than the delete' },
+      { role: 'assistant', content: 'so is this' },
+    ]);
+    await source.note('old note');
+    await source.journal.apply([1]);
+    await source.journal.markCommitted();
+    const data = JSON.parse(JSON.stringify(await source.export())) as SessionExport;
+    await local.session('copy');
+    await local.deleteSession('copy');
+    const copy = await local.importSession({ ...data, sessionId: 'copy' });
+    await copy.append({ role: 'user', content: 'after the import' });
+    expect((await copy.messages()).map((m) => m.content)).toEqual(['older than the delete', 'so is this', 'after the import']);
+    await local.close();
+    // Sync turned on later queues what the profile holds, by its stored order keys.
+    const synced = await freshTabula({ name, userId: 'u', sync: holdingSync });
+    const ops = await queued(synced);
+    expect(ops.some((o) => o.sessionId === 'copy' && o.kind === 'note.add')).toBe(true);
+    for (const o of ops) expect(() => parseOp(JSON.parse(JSON.stringify(o)))).not.toThrow();
+    await synced.close();
+    // And an import made with sync on writes valid ops too.
+    const device2 = await device();
+    await device2.session('copy');
+    await device2.deleteSession('copy');
+    await device2.importSession({ ...data, sessionId: 'copy' });
+    for (const o of await queued(device2)) expect(() => parseOp(JSON.parse(JSON.stringify(o)))).not.toThrow();
+    await device2.close();
   });
 });
 
