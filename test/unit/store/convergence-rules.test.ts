@@ -8,9 +8,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseOp, type Op } from '../../../src/core/index.js';
+import { SEEN_MAX } from '../../../src/core/ops.js';
 import { openTabula, type SessionExport, type Tabula } from '../../../src/index.js';
-import { applyOps, type DroppedWork, type SaveConflict } from '../../../src/store/apply.js';
-import { createDb, sessionTables } from '../../../src/store/schema.js';
+import { applyOps, deleteBody, type DroppedWork, type SaveConflict } from '../../../src/store/apply.js';
+import { createDb, sessionTables, type SessionRow } from '../../../src/store/schema.js';
 import type { SyncAdapter } from '../../../src/store/sync-host.js';
 import { freshTabula, uniqueName } from './helpers.js';
 import { append, at, closeReplicas, converge, create, memorySet, op, replica, snapshotOf, USER, SESSION, view } from './replicas.js';
@@ -136,6 +137,15 @@ describe('a delete names the work of the life it ends that its deleter had not s
     const seenAll = life(op('session.delete', at(10), { seen: [at(2), at(7, 'b')] }));
     expect((await reporting([...prelude, ...offline], [seenAll])).dropped).toEqual([]);
     expect((await reporting([...prelude, ...offline], [life(op('session.delete', at(10), {}))])).dropped).toEqual([]);
+  });
+
+  it('a delete names at most SEEN_MAX clocks, the most recent, so it stays small however many tabs wrote', async () => {
+    const clocks = Array.from({ length: SEEN_MAX + 40 }, (_, i) => at(i, `c${String(i).padStart(3, '0')}`));
+    const body = deleteBody({ seen: [...clocks].sort((a, b) => (a.slice(a.lastIndexOf('.')) < b.slice(b.lastIndexOf('.')) ? -1 : 1)) } as SessionRow);
+    expect(body.seen).toHaveLength(SEEN_MAX);
+    expect(new Set(body.seen)).toEqual(new Set(clocks.slice(40)));
+    expect(() => parseOp({ id: 'd', kind: 'session.delete', userId: USER, sessionId: SESSION, order: at(999), after: '', body })).not.toThrow();
+    expect(deleteBody({} as SessionRow)).toEqual({});
   });
 
   it('a message the deleter had, updated later by work it had not seen, is named', async () => {
