@@ -19,6 +19,15 @@ import { safeParse } from './validation.js';
 /** A stored row's order key (an op's order, or one with a `#index` suffix). */
 export const OrderKeySchema = z.string().check(z.regex(ORDER_KEY, 'expected an order key'));
 const IdSchema = z.string().check(z.minLength(1), z.maxLength(128));
+/** An op's own order key: an HLC key without a `#index` suffix. */
+const HlcKeySchema = z.string().check(
+  z.regex(ORDER_KEY, 'expected an order key'),
+  z.refine((key) => !key.includes('#'), 'expected an order key without a #index suffix'),
+);
+/** The order key of the save or restore a state was built on ('' for the state of a session never saved). */
+const BaseSchema = z.union([z.literal(''), OrderKeySchema]);
+/** At most this many clocks are named in a session.delete's `seen`: a delete stays small however many tabs wrote to the session. */
+export const SEEN_MAX = 256;
 
 /**
  * The session context of a state patch: a JSON object. Not `z.record`: zod builds a record's output
@@ -96,9 +105,21 @@ export type CheckpointSnapshot = z.infer<typeof CheckpointSnapshotSchema>;
 
 const bodies = {
   'session.create': z.strictObject({ createdAt: z.number(), forkOf: z.nullable(z.strictObject({ sessionId: z.string(), userId: z.string() })) }),
-  'session.delete': z.strictObject({}),
+  // `seen` names what the deleting replica had of the life it ended: for each clock that wrote to it, the
+  // greatest order key of that clock applied there (the SEEN_MAX most recent clocks; an op of a clock not
+  // named counts as unseen). A replica applying the delete names the work it drops that the deleter never
+  // saw (see `DroppedWork` in apply.ts). Older deletes have none.
+  'session.delete': z.strictObject({ seen: z.optional(z.array(HlcKeySchema).check(z.maxLength(SEEN_MAX))) }),
   'session.clear': z.strictObject({}),
-  'message.append': z.strictObject({ id: IdSchema, createdAt: z.number(), status: MessageStatusSchema, message: MessageSchema }),
+  // `order`: where the message sorts, when not at the op's own order key. An import or fork keeps the
+  // order keys of the session it copies, so two copies of one history agree on every replica.
+  'message.append': z.strictObject({
+    id: IdSchema,
+    createdAt: z.number(),
+    status: MessageStatusSchema,
+    message: MessageSchema,
+    order: z.optional(OrderKeySchema),
+  }),
   // `order` and `createdAt` repeat the message's append, so an update that reaches a replica before
   // its append still stores the message (older ops without them are applied only after the append).
   'message.update': z.strictObject({
@@ -109,16 +130,36 @@ const bodies = {
     createdAt: z.optional(z.number()),
   }),
   'prefix.set': z.strictObject({ prefix: PrefixDataSchema }),
-  'state.save': z.strictObject({ version: z.number().check(z.int(), z.positive()), patch: StatePatchSchema }),
-  'journal.append': z.strictObject({ entries: z.array(JsonValueSchema).check(z.minLength(1)) }),
+  // `base` is the order key of the save or restore the saving replica's state came from (its
+  // `versionOrder`): a save that replaces another it was not built on is reported as a conflict. Older
+  // saves have none (they are reported only when they replace a save of the same version).
+  'state.save': z.strictObject({ version: z.number().check(z.int(), z.positive()), patch: StatePatchSchema, base: z.optional(BaseSchema) }),
+  // `id` and `order`, when given, key and place the entries (`<id>:<index>` at `subOrder(order, index)`)
+  // instead of the op's id and order: an import derives them from what it copies, so two imports of one
+  // history store its entries once.
+  'journal.append': z.strictObject({
+    entries: z.array(JsonValueSchema).check(z.minLength(1)),
+    id: z.optional(IdSchema),
+    order: z.optional(HlcKeySchema),
+  }),
   // `through` names the order key of the last entry the commit covers, so every replica commits the
   // same entries whatever arrives when; commits without it (older data) count entries instead.
   'journal.commit': z.strictObject({ watermark: z.number().check(z.int(), z.nonnegative()), through: z.optional(z.string().check(z.maxLength(128))) }),
-  'note.add': z.strictObject({ text: z.string().check(z.maxLength(500)), runId: z.nullable(z.string()), scope: z.nullable(z.string()), at: z.number() }),
+  // `id` and `order`, when given, are the note's id and order key instead of the op's (an import's, derived
+  // from the note it copies: two imports of one history store the note once).
+  'note.add': z.strictObject({
+    text: z.string().check(z.maxLength(500)),
+    runId: z.nullable(z.string()),
+    scope: z.nullable(z.string()),
+    at: z.number(),
+    id: z.optional(IdSchema),
+    order: z.optional(OrderKeySchema),
+  }),
   'memory.set': z.strictObject({ scope: MemoryScopeSchema, key: MemoryKeySchema, value: JsonValueSchema }),
   'memory.delete': z.strictObject({ scope: MemoryScopeSchema, key: MemoryKeySchema }),
   'checkpoint.create': z.strictObject({ id: IdSchema, label: z.nullable(z.string()), at: z.number(), snapshot: CheckpointSnapshotSchema }),
-  'checkpoint.restore': z.strictObject({ id: IdSchema, version: z.number().check(z.int(), z.positive()) }),
+  // `base`: as a state.save's.
+  'checkpoint.restore': z.strictObject({ id: IdSchema, version: z.number().check(z.int(), z.positive()), base: z.optional(BaseSchema) }),
   // Removes one message for good: a tombstone keeps a replayed or late append of that id from bringing it back.
   'message.remove': z.strictObject({ id: IdSchema }),
 } as const;

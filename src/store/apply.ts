@@ -7,12 +7,20 @@
  * - rows created by an op are keyed by ids the op carries;
  * - last-write-wins fields (prefix, memory keys) keep the greatest order;
  * - state saves and restores carry the whole state and the version they
- *   produce; the greatest (version, order) wins;
+ *   produce; the greatest (version, order) wins; each names the save it was
+ *   built on (`base`), and one that replaces a save it was not built on is
+ *   reported (SaveConflict), whatever the two versions;
  * - a message's status and text keep the greatest (status rank, order), and
- *   an update that arrives before its append stores the message itself;
+ *   an update that arrives before its append stores the message itself; two
+ *   appends of one id at one order key (two imports of one history) keep the
+ *   greater copy;
  * - clears and restores drop the messages ordered before them; a restored
  *   copy takes the updates of its message ordered after the restore, kept
- *   per message id in an update register even when they arrived first;
+ *   per message id in an update register even when they arrived first, and
+ *   a message removed by a remove ordered after the restore is not restored
+ *   (the remove's tombstone stays, whichever arrives first);
+ * - a note or journal entry named by its op (an import's) is stored once:
+ *   a note where the first in order puts it;
  * - a journal commit names the last entry it covers; the watermark counts
  *   the entries up to the greatest one named, so a commit may arrive before
  *   its entries and another device's later entries stay pending.
@@ -22,15 +30,17 @@
  *   life and moves T, and an op whose `after` is past T proves such a
  *   delete exists, so it is applied first. Ops of a life before T are
  *   dropped. The session is then a function of the greatest delete and the
- *   ops of the life after it, whatever order they came in.
+ *   ops of the life after it, whatever order they came in. A delete says
+ *   what its replica had of the life (`seen`), so a replica that drops work
+ *   of that life the deleter never saw can name it (DroppedWork).
  * A session.create must still reach a replica before the ops made after it
  * (sync delivers each device's ops in order, and another device writes to a
  * life only after it has the create). Ops written before lives were named
  * (no `after`) keep the older rules: a create ordered after the tombstone
  * starts a life, ops ordered before the session's create are dropped.
  */
-import { hlcOf, parseHlc, subOrder } from '../core/hlc.js';
-import { emptyStateFields, type MessageStatus, type Op, type OpBody, type StateFields } from '../core/ops.js';
+import { formatHlc, hlcOf, parseHlc, subOrder } from '../core/hlc.js';
+import { emptyStateFields, SEEN_MAX, type MessageStatus, type Op, type OpBody, type StateFields } from '../core/ops.js';
 import { assertNever } from '../core/errors.js';
 import { Dexie } from 'dexie';
 import { cloneJson, plainEqual, type JsonValue } from '../core/json.js';
@@ -142,6 +152,46 @@ async function endLife(db: TabulaDb, slot: SessionSlot, order: string): Promise<
   slot.dirty = false;
 }
 
+/** The clock of the order keys an import gives what it copies into a first life (not a real clock: ids from newClientId are hex). */
+export const IMPORT_CLOCK = 'import';
+
+/** The order key an import places what it copies into a first life after (`subOrder(IMPORTED, index)`): before anything written in the session. */
+export const IMPORTED = formatHlc({ wallMs: 0, counter: 0, clientId: IMPORT_CLOCK });
+
+/**
+ * The work of `row`'s life that a delete whose deleter had `seen` drops and never saw (see
+ * {@link DroppedWork}); undefined when there is none. Reads the session's rows only when this replica
+ * has applied an op the deleter had not: a delete of a session every replica had caught up on reads nothing.
+ */
+async function unseenWork(db: TabulaDb, row: SessionRow, seen: readonly string[]): Promise<DroppedWork | undefined> {
+  const latest = new Map(seen.map((key) => [clockOf(key), key]));
+  const unseen = (order: string) => {
+    const key = hlcOf(order);
+    const known = latest.get(clockOf(key));
+    return known === undefined || key > known;
+  };
+  if (row.seen?.every((key) => !unseen(key))) return undefined;
+  const { userId, sessionId } = row;
+  const range = sessionRange(userId, sessionId);
+  const [messages, memory, notes] = await Promise.all([
+    db.messages.where('[userId+sessionId+order]').between(...range).toArray(),
+    db.memory.where('[userId+sessionId+scope]').between(...range).toArray(),
+    db.notes.where('[userId+sessionId+order]').between(...range).toArray(),
+  ]);
+  // Rows an import placed by their place in what it copied (at IMPORTED or at the life's own `after`,
+  // which no op of the life has for order) are copies: their order key says nothing of who saw them.
+  const written = (order: string) => clockOf(order) !== IMPORT_CLOCK && hlcOf(order) !== row.after && unseen(order);
+  const work: DroppedWork = {
+    userId,
+    sessionId,
+    messages: messages.filter((m) => written(m.order) || (m.updateOrder !== undefined && unseen(m.updateOrder))).map((m) => m.id),
+    memory: memory.filter((m) => !m.deleted && unseen(m.order)).map(({ scope, key }) => ({ scope, key })),
+    notes: notes.filter((n) => written(n.order)).map((n) => n.id),
+    state: row.version > 0 && row.versionOrder !== undefined && row.versionOrder !== '' && unseen(row.versionOrder),
+  };
+  return work.messages.length > 0 || work.memory.length > 0 || work.notes.length > 0 || work.state ? work : undefined;
+}
+
 /**
  * Settles an op that names its life (`after`) against the session's lives, before the op's own rules
  * apply. A delete ordered after the tombstone ends the life; one at or before it changes nothing (its
@@ -156,6 +206,10 @@ async function enterLife(db: TabulaDb, slot: SessionSlot, op: Op, after: string)
   if (op.kind === 'session.delete') {
     // Whichever life it was written in: every life that began before it has ended, on every replica.
     if (op.order <= tombstone) return 'dead';
+    if (slot.dropped && slot.row && op.body.seen) {
+      const dropped = await unseenWork(db, slot.row, op.body.seen);
+      if (dropped) slot.dropped.push(dropped);
+    }
     await endLife(db, slot, op.order);
     return 'deleted';
   }
@@ -189,11 +243,18 @@ function newSessionRow(op: Op & { kind: 'session.create' }): SessionRow {
     lastOrder: op.order,
     forkOf: op.body.forkOf,
     tokenTotals: {},
+    // A named life keeps what this replica has of it from its create on, so a delete made here can say so.
+    ...(op.after === undefined ? {} : { seen: [hlcOf(op.order)] }),
   };
 }
 
 function appendedRow(op: Op, body: OpBody<'message.append'>): MessageRow {
-  return messageRow({ id: body.id, userId: op.userId, sessionId: op.sessionId, order: op.order, createdAt: body.createdAt, status: body.status, message: body.message });
+  return messageRow({ id: body.id, userId: op.userId, sessionId: op.sessionId, order: body.order ?? op.order, createdAt: body.createdAt, status: body.status, message: body.message });
+}
+
+/** Where an appended message sorts: the order its body names (an import's), else the op's. */
+function rowOrderOf(op: AppendOp): string {
+  return op.body.order ?? op.order;
 }
 
 /** A message's update register (see `messageUpdatesKey`): the latest update of each status. */
@@ -262,19 +323,46 @@ export interface SessionSlot {
   readonly key: [string, string];
   row: SessionRow | undefined;
   dirty: boolean;
-  /** Saves replaced by a concurrent save of the same version, found while applying (see {@link SaveConflict}). */
+  /** Saves replaced by a save not built on them, found while applying (see {@link SaveConflict}). */
   conflicts?: SaveConflict[];
+  /** Work that a delete applied here drops and its deleter never saw (see {@link DroppedWork}). */
+  dropped?: DroppedWork[];
 }
 
 /**
- * A state save (or restore) that lost to another one of the same version: both were made on the
- * same state, on different replicas. The sync client reports it to the device that made `lost`.
+ * A state save (or restore) replaced by another one that was not built on it: `won` was made on a state
+ * other than `lost` (a concurrent save on another replica, of any version). A save that carries its
+ * `base` is built on the save whose order key that is (and one that stores the very state it replaces
+ * loses nothing, so is not listed); an older one without `base` counts as built on any save of a lower
+ * version (the rule before bases, which saw only saves of the same version). The sync client reports it
+ * to the device that made `lost`.
  */
 export interface SaveConflict {
   readonly userId: string;
   readonly sessionId: string;
   readonly lost: { readonly version: number; readonly order: string; readonly state: StateFields };
   readonly won: { readonly version: number; readonly order: string; readonly state: StateFields };
+}
+
+/**
+ * What a session.delete that carries `seen` dropped here of the life it ended that its deleter had not
+ * seen: work another device did on that life concurrently (offline, say) and that is now gone everywhere.
+ * A row counts when the op that last wrote it is ordered after the deleter's greatest key of that op's
+ * clock (or its clock is not named at all). Named: the messages (ids, in order; appended or last updated
+ * by such an op), the memory keys (set by such an op; a key it deleted is not named), the notes (ids, in
+ * order) and whether the state was last saved or restored by such an op. Not named: the prefix, journal
+ * entries, checkpoints and the blackboard (a board's changes are not ops: see the report of issue 26).
+ * Messages an import or fork copied keep the order keys of what they copy and are judged by those;
+ * rows it placed by their place in the copy (its notes and journal entries, messages ordered before the
+ * life began) are never named (their source still holds them).
+ */
+export interface DroppedWork {
+  readonly userId: string;
+  readonly sessionId: string;
+  readonly messages: readonly string[];
+  readonly memory: readonly { readonly scope: string; readonly key: string }[];
+  readonly notes: readonly string[];
+  readonly state: boolean;
 }
 
 /**
@@ -296,8 +384,10 @@ export async function flushSlot(requests: WriteRequests, slot: SessionSlot): Pro
 
 /** What {@link applyOps} takes besides the ops. */
 export interface ApplyOptions {
-  /** Receives the saves replaced by a concurrent save of the same version (see {@link SaveConflict}). */
+  /** Receives the saves replaced by a save not built on them (see {@link SaveConflict}). */
   readonly conflicts?: SaveConflict[];
+  /** Receives what deletes dropped that their deleters had not seen (see {@link DroppedWork}). */
+  readonly dropped?: DroppedWork[];
   /**
    * Session rows to build on without waiting for their read (see known-rows.ts). Each one used is
    * checked against the stored row in the same transaction, read before any write to it; when they
@@ -359,7 +449,7 @@ export async function knownRowsHeld(checks: readonly Promise<boolean>[]): Promis
 }
 
 async function applyInOrder(db: TabulaDb, ops: readonly Op[], options: ApplyOptions): Promise<Op[]> {
-  const { conflicts, known, settled } = options;
+  const { conflicts, dropped, known, settled } = options;
   const requests = dexieRequests(db);
   const slots = new Map<string, SessionSlot>();
   const checks: Promise<boolean>[] = [];
@@ -375,6 +465,7 @@ async function applyInOrder(db: TabulaDb, ops: readonly Op[], options: ApplyOpti
         slots.set(id, slot);
       }
       if (conflicts) slot.conflicts = conflicts;
+      if (dropped) slot.dropped = dropped;
       if (op.kind !== 'message.append') {
         if (await applyOp(db, slot, op)) applied.push(op);
         i += 1;
@@ -434,14 +525,61 @@ export function isSynced(op: Op): boolean {
  * count towards lastOrder only (it keeps this browser's next writes after them).
  */
 function touch(slot: SessionSlot, row: SessionRow, op: Op): void {
-  if (op.order > row.lastOrder) {
-    row.lastOrder = op.order;
+  // A message an import placed at its source's order key counts too: this browser's next appends follow it.
+  const last = op.kind === 'message.append' && op.body.order !== undefined && op.body.order > op.order ? op.body.order : op.order;
+  if (last > row.lastOrder) {
+    row.lastOrder = last;
     slot.dirty = true;
   }
   if (isSynced(op) && wallMs(op) > row.updatedAt) {
     row.updatedAt = wallMs(op);
     slot.dirty = true;
   }
+  if (row.seen && noteSeen(row.seen, op.order)) slot.dirty = true;
+}
+
+/** The clock id of an order key (the part after the HLC key's last dot). */
+function clockOf(order: string): string {
+  const key = hlcOf(order);
+  return key.slice(key.lastIndexOf('.') + 1);
+}
+
+/**
+ * Records op order `order` in a life's `seen` (one greatest key per clock, sorted by clock id); returns
+ * true when it moved. Each clock's ops reach a replica in the order it made them (sync delivers each
+ * device's ops in order), so a clock's greatest key says that every op of it up to there is here.
+ */
+function noteSeen(seen: string[], order: string): boolean {
+  const key = hlcOf(order);
+  const clock = clockOf(key);
+  for (let index = 0; index < seen.length; index++) {
+    const entry = seen[index] as string;
+    const entryClock = clockOf(entry);
+    if (entryClock === clock) {
+      if (entry >= key) return false;
+      seen[index] = key;
+      return true;
+    }
+    if (entryClock > clock) {
+      seen.splice(index, 0, key);
+      return true;
+    }
+  }
+  seen.push(key);
+  return true;
+}
+
+/**
+ * The body of a session.delete made on `row`: what this replica has of the life it ends (`seen`, the
+ * SEEN_MAX most recent clocks), so that a replica holding work of that life this one never saw can name
+ * what the delete drops ({@link DroppedWork}). A row of a life named before `seen` existed has none.
+ */
+export function deleteBody(row: SessionRow | undefined): OpBody<'session.delete'> {
+  if (!row?.seen) return {};
+  if (row.seen.length <= SEEN_MAX) return { seen: [...row.seen] };
+  // Kept by recency: a clock left out counts as unseen, so its work would be named even if it was seen.
+  const recent = [...row.seen].sort((a, b) => (a < b ? 1 : a > b ? -1 : 0)).slice(0, SEEN_MAX);
+  return { seen: recent.sort((a, b) => (clockOf(a) < clockOf(b) ? -1 : 1)) };
 }
 
 /**
@@ -462,7 +600,7 @@ export function applyAppends(requests: WriteRequests, slot: SessionSlot, ops: re
   // applied are gone for good (but count towards lastOrder, as in applyOp).
   const ofThisLife = ops.filter((op) => sameLife(row, op) !== false);
   for (const op of ofThisLife) touch(slot, row, op);
-  const candidates = ofThisLife.filter((op) => op.order >= row.clearedBefore);
+  const candidates = ofThisLife.filter((op) => rowOrderOf(op) >= row.clearedBefore);
   if (candidates.length === 0) return requests.resolved([]);
   // A message that a message.remove has removed stays removed when a replayed or late append arrives;
   // sessions that never removed one skip the look-up.
@@ -474,8 +612,8 @@ export function applyAppends(requests: WriteRequests, slot: SessionSlot, ops: re
   return live.then((adds) => {
     if (adds.length === 0) return [];
     const before = { messageCount: row.messageCount, tokenTotals: { ...row.tokenTotals } };
-    // add() refuses an id that is already stored (a replay, or twice in this batch: the first wins, as
-    // in sequence); the others land and the transaction goes on.
+    // add() refuses an id that is already stored (a replay, or twice in this batch: as in sequence, see
+    // settleTies); the others land and the transaction goes on.
     const added = requests.messages.bulkAdd(adds.map((op) => appendedRow(op, op.body)));
     // Handled below, or never awaited when the row write throws at once (a transaction already failing).
     added.catch(() => undefined);
@@ -493,7 +631,7 @@ export function applyAppends(requests: WriteRequests, slot: SessionSlot, ops: re
       row.tokenTotals = before.tokenTotals;
       const landed = settle(slot, row, adds.filter((_, index) => !refused.has(index)));
       slot.dirty = true;
-      return written.then(() => landed);
+      return settleTies(requests, slot, row, adds.filter((_, index) => refused.has(index))).then((tied) => written.then(() => [...landed, ...tied]));
     });
   });
 }
@@ -502,11 +640,57 @@ export function applyAppends(requests: WriteRequests, slot: SessionSlot, ops: re
 function settle(slot: SessionSlot, row: SessionRow, applied: AppendOp[]): AppendOp[] {
   if (applied.length === 0) return applied;
   row.messageCount += applied.length;
-  let earliest = (applied[0] as AppendOp).order;
-  for (const op of applied) if (op.order < earliest) earliest = op.order;
+  let earliest = rowOrderOf(applied[0] as AppendOp);
+  for (const op of applied) if (rowOrderOf(op) < earliest) earliest = rowOrderOf(op);
   invalidateTotals(row, earliest);
   slot.dirty = true;
   return applied;
+}
+
+/** How a message row ranks against another copy of it at the same order key: (status rank, the order of what wrote it, its content). */
+function copyRank(row: MessageRow): [number, string, string, number] {
+  return [STATUS_RANK[row.status], row.updateOrder ?? row.order, JSON.stringify(row.message), row.createdAt];
+}
+
+function ranksAbove(a: MessageRow, b: MessageRow): boolean {
+  const [x, y] = [copyRank(a), copyRank(b)];
+  for (let index = 0; index < x.length; index++) if (x[index] !== y[index]) return (x[index] as number | string) > (y[index] as number | string);
+  return false;
+}
+
+/**
+ * Appends whose id is stored already. Mostly replays; but two appends of one message may also come from
+ * two imports (or forks) of one history on two devices, which keep the source's order key: at that same
+ * order key the message is, on every replica, the greater of the two copies by {@link copyRank}, with the
+ * updates ordered after it folded in (its register), as if the winner had come first. An append at
+ * another order key than the stored message's changes nothing (the first stays, as before). Returns the
+ * appends that changed a row.
+ */
+function settleTies(requests: WriteRequests, slot: SessionSlot, row: SessionRow, refused: readonly AppendOp[]): Promise<AppendOp[]> {
+  if (refused.length === 0) return requests.resolved([]);
+  const keys = refused.map((op) => [op.userId, op.sessionId, op.body.id] as [string, string, string]);
+  return requests.messages.bulkGet(keys).then((stored) => {
+    const current = new Map<string, MessageRow>();
+    stored.forEach((message) => message && current.set(message.id, message));
+    const ties = refused.filter((op) => current.get(op.body.id)?.order === rowOrderOf(op));
+    if (ties.length === 0) return [];
+    return requests.meta.bulkGet(ties.map((op) => messageUpdatesKey(op.userId, op.sessionId, op.body.id))).then((registers) => {
+      const changed: AppendOp[] = [];
+      const writes: Promise<unknown>[] = [];
+      ties.forEach((op, index) => {
+        const copy = withLaterUpdates(appendedRow(op, op.body), registers[index]?.value as UpdateRegister | undefined);
+        const stays = current.get(op.body.id) as MessageRow;
+        if (!ranksAbove(copy, stays)) return;
+        const next = messageRow({ ...copy, userId: op.userId, sessionId: op.sessionId });
+        current.set(op.body.id, next);
+        writes.push(requests.messages.put(next));
+        invalidateTotals(row, next.order);
+        slot.dirty = true;
+        changed.push(op);
+      });
+      return writes.length === 0 ? changed : Promise.all(writes).then(() => changed);
+    });
+  });
 }
 
 /**
@@ -617,18 +801,21 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       if (!versionWins(op.body.version, op.order, row)) return false;
       // Saves made by the store carry every field, so the winner's state does not depend on which
       // other saves this replica has seen; a partial patch (older data) merges as before.
-      setVersion(slot, row, op.body.version, op.order, { ...row.state, ...op.body.patch }, 'summary' in op.body.patch);
+      setVersion(slot, row, { version: op.body.version, order: op.order, base: op.body.base }, { ...row.state, ...op.body.patch }, 'summary' in op.body.patch);
       break;
 
     case 'journal.append': {
-      if (await db.journal.get(`${op.id}:0`)) return false;
+      // Keyed and placed by the op, or by what its body names (an import's: two imports of one history store its entries once).
+      const key = op.body.id ?? op.id;
+      const base = op.body.order ?? op.order;
+      if (await db.journal.get(`${key}:0`)) return false;
       const committed = row.journalCommitted ?? row.journalWatermark;
       await db.journal.bulkAdd(
         op.body.entries.map((entry, index) => ({
-          id: `${op.id}:${index}`,
+          id: `${key}:${index}`,
           userId: op.userId,
           sessionId: op.sessionId,
-          order: subOrder(op.order, index),
+          order: subOrder(base, index),
           entry,
         })),
       );
@@ -636,7 +823,7 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       const through = row.journalThrough;
       if (through !== undefined) {
         // Entries that arrive after the commit that covers them are committed: the commit named their place.
-        row.journalWatermark += op.body.entries.filter((_, index) => subOrder(op.order, index) <= through).length;
+        row.journalWatermark += op.body.entries.filter((_, index) => subOrder(base, index) <= through).length;
         break;
       }
       row.journalCommitted = committed;
@@ -665,10 +852,20 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       break;
     }
 
-    case 'note.add':
-      if (await db.notes.get(op.id)) return false;
-      await db.notes.add({ id: op.id, userId: op.userId, sessionId: op.sessionId, order: op.order, ...op.body });
+    case 'note.add': {
+      const { id = op.id, order = op.order, text, runId, scope, at } = op.body;
+      const current = await db.notes.get(id);
+      const note = { id, userId: op.userId, sessionId: op.sessionId, order, text, runId, scope, at };
+      if (current) {
+        // The same note added twice (two imports of one history, which name its id): it sorts where the
+        // first in order puts it, whichever arrives first. A replay, or a note of another session, changes nothing.
+        if (current.userId !== op.userId || current.sessionId !== op.sessionId || order >= current.order) return false;
+        await db.notes.put(note);
+        break;
+      }
+      await db.notes.add(note);
       break;
+    }
 
     case 'memory.set':
     case 'memory.delete': {
@@ -711,22 +908,32 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
       const fresh = op.order > row.clearedBefore;
       if (!fresh && !wins && op.order <= row.prefixOrder) return false;
       if (fresh) {
+        // A message removed by a remove ordered after the restore stays removed, whichever arrived first:
+        // applied after the restore, that remove would take the copy away (see removeMessage). A remove
+        // ordered before the restore leaves the copy, as the restore puts back what the checkpoint held.
+        const removed = row.removedMessages
+          ? await db.meta.bulkGet(snapshot.messages.map((m) => removedMessageKey(op.userId, op.sessionId, m.id)))
+          : [];
+        const kept = snapshot.messages.flatMap((m, index) => {
+          const tombstone = removed[index]?.value;
+          return typeof tombstone === 'string' && tombstone > op.order ? [] : [{ m, index }];
+        });
         // An update ordered after the restore, already applied to the original, carries over to the copy,
         // as it would have if it had arrived after the restore.
-        const originals = await db.messages.bulkGet(snapshot.messages.map((m) => [op.userId, op.sessionId, m.id] as [string, string, string]));
-        const registers = await db.meta.bulkGet(snapshot.messages.map((m) => messageUpdatesKey(op.userId, op.sessionId, m.id)));
+        const originals = await db.messages.bulkGet(kept.map(({ m }) => [op.userId, op.sessionId, m.id] as [string, string, string]));
+        const registers = await db.meta.bulkGet(kept.map(({ m }) => messageUpdatesKey(op.userId, op.sessionId, m.id)));
         await dropMessagesBefore(db, op.userId, op.sessionId, op.order);
-        // Restored messages take order keys derived from the restore, so they sort as of now: a clear
-        // ordered before the restore cannot drop them, and appends still follow them.
+        // Restored messages take order keys derived from the restore (and their place in the checkpoint),
+        // so they sort as of now: a clear ordered before the restore cannot drop them, and appends still follow them.
         await db.messages.bulkPut(
-          snapshot.messages.map((m, index) => {
+          kept.map(({ m, index }, position) => {
             const copy: MessageRow = { ...m, order: subOrder(op.order, index), userId: op.userId, sessionId: op.sessionId };
-            const original = originals[index];
+            const original = originals[position];
             // Rows written before update registers existed carry their last update themselves.
             const carried = original?.updateOrder === undefined || original.updateOrder <= op.order ? copy : { ...copy, status: original.status, message: original.message, updateOrder: original.updateOrder };
             // The register also holds updates applied to an original a clear has dropped since, or that arrived when no row was there.
             // Its status is known only now: the stream marker follows it.
-            return messageRow(withLaterUpdates(carried, registers[index]?.value as UpdateRegister | undefined));
+            return messageRow(withLaterUpdates(carried, registers[position]?.value as UpdateRegister | undefined));
           }),
         );
         row.clearedBefore = op.order;
@@ -737,7 +944,7 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
         row.prefix = snapshot.prefix;
         row.prefixOrder = op.order;
       }
-      if (wins) setVersion(slot, row, op.body.version, op.order, snapshot.state, true);
+      if (wins) setVersion(slot, row, { version: op.body.version, order: op.order, base: op.body.base }, snapshot.state, true);
       else settleSummary(row);
       break;
     }
@@ -754,13 +961,27 @@ export async function applyOp(db: TabulaDb, slot: SessionSlot, op: Op): Promise<
   return true;
 }
 
-/** Makes (version, order) the session's winning state, reporting a concurrent save of the same version it replaces. */
-function setVersion(slot: SessionSlot, row: SessionRow, version: number, order: string, state: StateFields, setsSummary: boolean): void {
-  if (slot.conflicts && version === row.version && row.version > 0) {
+/**
+ * Makes the save (version, order) the session's winning state, reporting the save it replaces when it
+ * was not built on that one (see {@link SaveConflict}): with a `base`, built on exactly the save whose
+ * order key it names; without (older ops), on any save of a lower version.
+ */
+function setVersion(
+  slot: SessionSlot,
+  row: SessionRow,
+  save: { version: number; order: string; base: string | undefined },
+  state: StateFields,
+  setsSummary: boolean,
+): void {
+  const { version, order, base } = save;
+  const current = row.versionOrder ?? '';
+  // A save that names its base and stores the very state it replaces loses nothing (two imports of one history, say).
+  const conflict = base === undefined ? version === row.version : base !== current && !plainEqual(row.state, state);
+  if (slot.conflicts && row.version > 0 && conflict) {
     slot.conflicts.push({
       userId: row.userId,
       sessionId: row.sessionId,
-      lost: { version: row.version, order: row.versionOrder ?? '', state: row.state },
+      lost: { version: row.version, order: current, state: row.state },
       won: { version, order, state },
     });
   }

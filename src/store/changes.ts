@@ -24,20 +24,53 @@ export interface SessionChange {
   readonly kinds: readonly OpKind[];
   readonly origin: ChangeOrigin;
   /**
-   * Set when sync brought another device's save of the same version as a save made here, and the
-   * other one won (DESIGN §3.5): both states, so the app can save a merge.
+   * Set when sync brought another device's save (or restore) that replaced a save made here without
+   * being built on it, whatever the two versions (DESIGN §3.5): both states, so the app can save a merge.
+   * A save built on this device's save (made after that device had it) is no conflict.
    */
   readonly conflict?: SaveConflictInfo;
+  /**
+   * Set on the change of a delete, brought by sync, that dropped work on the session's old life which
+   * the deleting device had not seen when it deleted (made offline, or concurrently, on this device or
+   * another): what is gone, on every device. Absent when the deleter had everything (or its delete is
+   * from a version that did not say what it had). See {@link DroppedWorkInfo}.
+   */
+  readonly dropped?: DroppedWorkInfo;
 }
 
-/** A local state save that lost to another device's save of the same version. */
+/** A local state save that another device's save, not built on it, replaced. */
 export interface SaveConflictInfo {
+  /** The version of the save made here (the replacing save's version may be higher). */
   readonly version: number;
   /** The state this device saved, now replaced. */
   readonly local: StateFields;
   /** The state that won, now stored. */
   readonly remote: StateFields;
 }
+
+/**
+ * What a delete dropped that its deleting device never saw. A row is named when the op that last wrote
+ * it had not reached the deleting device. Messages an import or fork copied are judged by the order
+ * keys of what they copy; its notes are never named (their source still has them). Not named: the
+ * prefix, journal entries, checkpoints and the blackboard.
+ */
+export interface DroppedWorkInfo {
+  /** Ids of the messages (appended, or last updated, by such work), in session order. */
+  readonly messages: readonly string[];
+  /** Memory keys set by such work (a key it deleted is not named), by scope then key. */
+  readonly memory: readonly { readonly scope: string; readonly key: string }[];
+  /** Ids of its notes, in order. */
+  readonly notes: readonly string[];
+  /** True when the session's state was last saved or restored by such work. */
+  readonly state: boolean;
+}
+
+const DroppedWorkSchema = z.strictObject({
+  messages: z.array(z.string()),
+  memory: z.array(z.strictObject({ scope: z.string(), key: z.string() })),
+  notes: z.array(z.string()),
+  state: z.boolean(),
+});
 
 const WireChangeSchema = z.strictObject({
   v: z.literal(1),
@@ -46,6 +79,7 @@ const WireChangeSchema = z.strictObject({
   kinds: z.array(z.string()),
   fromRemote: z.boolean(),
   conflict: z.optional(z.strictObject({ version: z.number(), local: StateFieldsSchema, remote: StateFieldsSchema })),
+  dropped: z.optional(DroppedWorkSchema),
 });
 
 type Listener = (change: SessionChange) => void;
@@ -91,8 +125,8 @@ export function createChangeFeed(name: string, onError: (error: TabulaError) => 
         );
         return;
       }
-      const { userId, sessionId, kinds, fromRemote, conflict } = parsed.data;
-      deliver({ userId, sessionId, kinds: kinds as OpKind[], origin: fromRemote ? 'remote' : 'tab', ...(conflict ? { conflict } : {}) });
+      const { userId, sessionId, kinds, fromRemote, conflict, dropped } = parsed.data;
+      deliver({ userId, sessionId, kinds: kinds as OpKind[], origin: fromRemote ? 'remote' : 'tab', ...(conflict ? { conflict } : {}), ...(dropped ? { dropped } : {}) });
     };
   }
 
@@ -109,6 +143,7 @@ export function createChangeFeed(name: string, onError: (error: TabulaError) => 
         kinds: [...change.kinds],
         fromRemote: origin === 'remote',
         ...(change.conflict ? { conflict: change.conflict } : {}),
+        ...(change.dropped ? { dropped: change.dropped } : {}),
       });
       if (out !== channel) out?.close();
       deliver({ ...change, origin });

@@ -4,7 +4,7 @@ export type { AdoptResult, OpenTabulaOptions, StorageEstimate, Tabula } from './
 export type { Session, SessionJournal } from './session.js';
 export type { RunContext, RunOptions } from './runs.js';
 export type { MessageStream, StreamInit } from './stream.js';
-export type { ChangeOrigin, SaveConflictInfo, SessionChange } from './changes.js';
+export type { ChangeOrigin, DroppedWorkInfo, SaveConflictInfo, SessionChange } from './changes.js';
 export { SessionExportSchema, parseSessionExport } from './export.js';
 export type { SessionExport } from './export.js';
 export type {

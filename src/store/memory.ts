@@ -110,7 +110,7 @@ export function createMemory(store: StoreContext, userId: string, sessionId: str
     },
     async transact(fn) {
       return commit(store, userId, sessionId, `transact in ${where}`, async (tx) => {
-        tx.existing();
+        tx.existing(life);
         const read = async (key: string): Promise<MemoryRow | undefined> => {
           const row = await store.db.memory.get([userId, sessionId, scope, key]);
           return row && checkRow('memory', [userId, sessionId, scope, key], row);

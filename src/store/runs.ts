@@ -68,6 +68,8 @@ export interface RunnerDeps {
   sessionId: string;
   label: string;
   contextSchema: z.ZodObject | undefined;
+  /** The session life the runs must start on (the handle's, see SessionHandleInit.life); absent: whatever life the session has. */
+  life?: string;
   /** Appends to the session only while it is the one whose life (see `lifeOf`) is `life`. */
   append(message: Message | Message[], life: string): Promise<StoredMessage[]>;
 }
@@ -119,7 +121,7 @@ export function createRunner(deps: RunnerDeps) {
   /** Records the start: visit and attempt, and the context the run reads from. */
   const start = (runId: string, scope: string) =>
     commit(store, userId, sessionId, `start run ${runId} (${label})`, async (tx) => {
-      const row = tx.existing();
+      const row = tx.existing(deps.life);
       // We hold the session's lock: any run still marked running was left by a tab that is gone.
       const leftOver = await runningRows();
       for (const run of leftOver) await db.runs.put({ ...run, status: 'abandoned', endedAt: run.endedAt ?? Date.now() });
@@ -155,7 +157,7 @@ export function createRunner(deps: RunnerDeps) {
           `Run ${record.runId} was rolled back: its context changes`,
           ' Nothing of its context was saved; notes, memory and messages stay.',
         );
-        await tx.emit('state.save', { version: row.version + 1, patch: { ...row.state, context } });
+        await tx.emit('state.save', { version: row.version + 1, patch: { ...row.state, context }, base: row.versionOrder ?? '' });
       }
       await db.runs.put({ ...record, status, endedAt: Date.now() });
     });

@@ -82,6 +82,12 @@ export interface SessionRow {
   tokenTotals: Record<string, TokenTotal>;
   /** How many message.remove tombstones the session has; while 0 (or absent), an append skips looking for one. */
   removedMessages?: number;
+  /**
+   * What this replica has of the life: for each clock that wrote an op of it applied here, the greatest
+   * order key of that clock (an HLC key), sorted by clock id. A delete made here carries it (see
+   * `session.delete`'s `seen`). Only rows of a named life (`after`) created since it exists have it.
+   */
+  seen?: string[];
 }
 
 export interface MessageRow {
@@ -373,6 +379,7 @@ const rowSchemas = {
     forkOf: z.nullable(z.object({ userId: z.string(), sessionId: z.string() })),
     tokenTotals: z.record(z.string(), z.object({ total: z.number(), upTo: z.string(), messages: z.number() })),
     removedMessages: z.optional(z.number().check(z.int(), z.nonnegative())),
+    seen: z.optional(z.array(z.string())),
   }),
   messages: z.object({
     id: z.string(),

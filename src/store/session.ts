@@ -14,6 +14,7 @@ import type { BoardLease } from '../blackboard/registry.js';
 import { WorkingContext, type FrozenContext } from '../core/context.js';
 import { TabulaError, describeIssues, formatPath } from '../core/errors.js';
 import { subOrder } from '../core/hlc.js';
+import { shortHash } from '../core/hash.js';
 import { MutationJournal } from '../core/journal.js';
 import { deepFreeze, findJsonProblem, type JsonValue } from '../core/json.js';
 import { parseMessage, type Message } from '../core/message.js';
@@ -32,6 +33,7 @@ import { addNote } from './notes.js';
 import { createRunner, type RunContext, type RunOptions } from './runs.js';
 import { openStream, type MessageStream, type StreamInit } from './stream.js';
 import { checkRow, sessionRange, type SessionRow } from './schema.js';
+import { IMPORTED } from './apply.js';
 import { checkMessageRow } from './message-row.js';
 import { readMessageRows } from './open-read.js';
 import { toStoredMessage, toWireMessage } from './stored.js';
@@ -59,7 +61,12 @@ export interface SessionJournal {
   view(): Promise<JsonValue[]>;
 }
 
-/** One conversation and everything kept with it. */
+/**
+ * One conversation and everything kept with it. A handle belongs to the life of the session it was
+ * opened on: once the session is deleted (here, in another tab, or by sync), its writes throw
+ * `session/not-found`, even after the session is created again under the same id; open it again with
+ * `tabula.session()` to write to the new one.
+ */
 export interface Session {
   readonly userId: string;
   readonly sessionId: string;
@@ -174,6 +181,13 @@ export interface SessionHandleInit {
   onBoard?: (blackboard: object, session: Session) => void;
   /** The transaction `session()` read in (see open-read.ts): the handle's first read of messages is made in it while it is alive. */
   openTx?: IDBTransaction | null;
+  /**
+   * The session life the handle was opened on (`lifeOf` its row). Every write through the handle is
+   * bound to it: once the session is deleted, even if created again, the handle's writes throw
+   * `session/not-found` instead of landing in the new life. Absent: bound to no life (writes go to
+   * whatever session has the id).
+   */
+  life?: string;
 }
 
 /**
@@ -182,7 +196,7 @@ export interface SessionHandleInit {
  * handle was garbage-collected (see handles.ts).
  */
 export function createSessionHandle(init: SessionHandleInit): { session: Session; release: () => Promise<void> } {
-  const { store, userId, sessionId, contextSchema } = init;
+  const { store, userId, sessionId, contextSchema, life } = init;
   const { db } = store;
   const label = `session "${sessionId}" of user "${userId}"`;
   const unsubscribers = new Set<() => void>();
@@ -209,8 +223,19 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
 
   const write = <T>(what: string, build: (tx: Emitter) => Promise<T>, scope?: WriteScope): Promise<T> => {
     ensureOpen();
-    return commit(store, userId, sessionId, `${what} (${label})`, build, scope);
+    return commit(
+      store,
+      userId,
+      sessionId,
+      `${what} (${label})`,
+      (tx) => {
+        tx.existing(life);
+        return build(tx);
+      },
+      scope,
+    );
   };
+
 
   const read = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
     ensureOpen();
@@ -313,20 +338,20 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
     return { ...data, blackboard: blackboard.toJSON() };
   };
 
-  /** Appends; with `life`, only to the session of that life (a run's appends). */
-  const appendMessages = async (input: Message | Message[], life?: string): Promise<StoredMessage[]> => {
+  /** Appends; with `runLife`, only to the session of that life (a run's appends). */
+  const appendMessages = async (input: Message | Message[], runLife?: string): Promise<StoredMessage[]> => {
     const list = Array.isArray(input) ? input : [input];
     const parsed = list.map((message, index) => parseMessage(message, `append() to ${label}: message[${index}]`));
     if (parsed.length === 0) return [];
     return write(`append ${parsed.length} message(s)`, async (tx) => {
-      tx.existing(life);
+      tx.existing(runLife);
       const createdAt = Date.now();
       const ops = await tx.emitAppends(parsed.map((message) => ({ id: newId(), createdAt, status: 'complete', message })));
       return ops.map((op) => toStoredMessage({ ...op.body, order: op.order }));
     }, 'append');
   };
 
-  const runner = createRunner({ store, userId, sessionId, label, contextSchema, append: appendMessages });
+  const runner = createRunner({ store, userId, sessionId, label, contextSchema, ...(life === undefined ? {} : { life }), append: appendMessages });
 
   const session: Session = {
     userId,
@@ -415,7 +440,8 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
           }
           // The whole state travels with the save: a save that wins on another replica must not depend on
           // which earlier saves that replica has seen (DESIGN §3.5, convergence).
-          await tx.emit('state.save', { version: row.version + 1, patch: { ...row.state, ...checked } });
+          // `base` names the save this one is built on, so a replica where another save stands can tell it was replaced.
+          await tx.emit('state.save', { version: row.version + 1, patch: { ...row.state, ...checked }, base: row.versionOrder ?? '' });
           return { saved: toState(tx.existing()) };
         });
         if ('saved' in outcome) return outcome.saved;
@@ -435,7 +461,7 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
 
     async note(text) {
       ensureOpen();
-      await addNote(store, { userId, sessionId, label }, text, { runId: null, scope: null });
+      await addNote(store, { userId, sessionId, label, ...(life === undefined ? {} : { life }) }, text, { runId: null, scope: null });
     },
 
     async notes() {
@@ -445,7 +471,7 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
 
     memory(scope = 'default') {
       ensureOpen();
-      return createMemory(store, userId, sessionId, scope);
+      return createMemory(store, userId, sessionId, scope, life);
     },
 
     run(fn, options) {
@@ -465,7 +491,7 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
 
     stream(streamInit) {
       ensureOpen();
-      return openStream({ store, userId, sessionId, label }, streamInit);
+      return openStream({ store, userId, sessionId, label, ...(life === undefined ? {} : { life }) }, streamInit);
     },
 
     async tokens() {
@@ -538,7 +564,7 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
           throw new TabulaError('checkpoint/not-found', `${label} has no checkpoint ${JSON.stringify(checkpointId)}; list them with session.checkpoints().`);
         }
         checkRow('checkpoints', checkpointId, checkpoint);
-        await tx.emit('checkpoint.restore', { id: checkpointId, version: row.version + 1 });
+        await tx.emit('checkpoint.restore', { id: checkpointId, version: row.version + 1, base: row.versionOrder ?? '' });
       });
     },
 
@@ -581,26 +607,66 @@ interface BoardSlot {
   lease: BoardLease | null;
 }
 
-/** Rewrites an export, validated by the caller (parseSessionExport), into the ops that recreate it (used by import and fork). */
+/**
+ * The order key an import places rows after when their own does not do (`subOrder(place, index)`): the
+ * delete the session life began after, or, in a first life, `IMPORTED`. Either sorts before every op of
+ * the life and is the same on every replica of it; no op of the life has it as its own order key, so a
+ * row placed there is known for a copy (see `DroppedWork`).
+ */
+function placeOf(after: string): string {
+  return after === '' ? IMPORTED : after;
+}
+
+/** An id an import derives from what it copies into one session life: the same on every device that imports the same thing there. */
+function importedId(kind: string, target: { userId: string; sessionId: string; after: string }, what: unknown): string {
+  return `${kind}-${shortHash(JSON.stringify([target.userId, target.sessionId, target.after, what]))}`;
+}
+
+/**
+ * Rewrites an export, validated by the caller (parseSessionExport), into the ops that recreate it (used
+ * by import and fork). What it copies is placed by what it copies, never by this device's clock, so
+ * two devices that import (or fork) one history into the same id store it once and in one order on
+ * every replica: messages keep their ids and their order keys (`message.append`'s `order`); notes and
+ * journal entries get ids derived from their content and the session life, in the export's order,
+ * before anything written later. Every row sorts after the delete the life began after (its `after`),
+ * as rows written in the life do: those before it, and all of them in a file whose messages share order
+ * keys, are placed by their place in the export (see {@link placeOf}). The other ops (create, prefix,
+ * state, memory) converge by their own rules: the earliest create, the last prefix and memory write, the
+ * winning save (two imports' saves of one state are no conflict).
+ */
 export async function importInto(tx: Emitter, data: SessionExport): Promise<void> {
   await tx.emit('session.create', { createdAt: data.createdAt, forkOf: data.forkOf });
+  const target = { userId: data.userId, sessionId: data.sessionId, after: tx.existing().after ?? '' };
+  const place = placeOf(target.after);
   if (data.prefix.systemPrompt !== '' || data.prefix.grounding.length > 0 || data.prefix.schemaBlock !== null) {
     await tx.emit('prefix.set', { prefix: data.prefix });
   }
-  if (data.version > 0) await tx.emit('state.save', { version: data.version, patch: data.state });
-  // Messages keep their ids and their relative order; their order keys are derived from one fresh key,
-  // so they belong to this session's life (after its create) and later appends sort after them.
-  const base = tx.nextOrder();
+  if (data.version > 0) await tx.emit('state.save', { version: data.version, patch: data.state, base: '' });
   const messages = [...data.messages].sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
+  // A file whose messages share order keys (written by hand or another tool) orders them by its array alone.
+  const tied = messages.some((m, index) => index > 0 && m.order === messages[index - 1]?.order);
   await tx.emitAppends(
-    messages.map((m) => ({ id: m.id, createdAt: m.createdAt, status: m.status, message: m.message })),
-    messages.map((_, index) => subOrder(base, index)),
+    messages.map((m, index) => ({
+      id: m.id,
+      createdAt: m.createdAt,
+      status: m.status,
+      message: m.message,
+      order: !tied && m.order > target.after ? m.order : subOrder(place, index),
+    })),
   );
   if (data.journal.entries.length > 0) {
-    const append = await tx.emit('journal.append', { entries: data.journal.entries });
+    const id = importedId('journal', target, data.journal.entries);
+    await tx.emit('journal.append', { entries: data.journal.entries, id, order: place });
     const watermark = Math.min(data.journal.watermark, data.journal.entries.length);
-    if (watermark > 0) await tx.emit('journal.commit', { watermark, through: subOrder(append.order, watermark - 1) });
+    if (watermark > 0) await tx.emit('journal.commit', { watermark, through: subOrder(place, watermark - 1) });
   }
-  for (const note of data.notes) await tx.emit('note.add', note);
+  // Two equal notes of one export are two notes: the occurrence tells them apart.
+  const occurrences = new Map<string, number>();
+  for (const [index, note] of data.notes.entries()) {
+    const content = JSON.stringify([note.text, note.runId, note.scope, note.at]);
+    const occurrence = occurrences.get(content) ?? 0;
+    occurrences.set(content, occurrence + 1);
+    await tx.emit('note.add', { ...note, id: importedId('note', target, [content, occurrence]), order: subOrder(place, index) });
+  }
   for (const { scope, key, value } of data.memory) await tx.emit('memory.set', { scope, key, value });
 }

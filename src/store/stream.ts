@@ -43,6 +43,8 @@ export interface StreamDeps {
   userId: string;
   sessionId: string;
   label: string;
+  /** The session life the stream must start on (the handle's); absent: whatever life the session has. */
+  life?: string;
 }
 
 export async function openStream(deps: StreamDeps, init: StreamInit): Promise<MessageStream> {
@@ -76,7 +78,7 @@ export async function openStream(deps: StreamDeps, init: StreamInit): Promise<Me
   let first;
   try {
     first = await write('start a streamed message', async (tx) => {
-      tx.existing();
+      tx.existing(deps.life);
       return tx.emit('message.append', { id, createdAt: Date.now(), status: 'streaming', message: base });
     });
   } catch (error) {

@@ -7,7 +7,7 @@
 import type * as Y from 'yjs';
 import type { TabulaError } from '../core/errors.js';
 import type { OpKind } from '../core/ops.js';
-import type { SaveConflictInfo } from './changes.js';
+import type { DroppedWorkInfo, SaveConflictInfo } from './changes.js';
 import type { KnownRows } from './known-rows.js';
 import type { Locks } from './locks.js';
 import type { OutboxRow, TabulaDb } from './schema.js';
@@ -24,7 +24,7 @@ export interface SyncHost {
   readonly locks: Locks;
   readonly onError: (error: TabulaError) => void;
   /** Announces sessions changed by pulled ops, to this tab and the others (origin 'remote'). */
-  publish(changes: readonly { userId: string; sessionId: string; kinds: readonly OpKind[]; conflict?: SaveConflictInfo }[]): void;
+  publish(changes: readonly { userId: string; sessionId: string; kinds: readonly OpKind[]; conflict?: SaveConflictInfo; dropped?: DroppedWorkInfo }[]): void;
   /** True when an order key was made by a clock of this profile (a save made here). */
   isLocalOrder(order: string): Promise<boolean>;
   /** The user's blackboards. */

@@ -28,6 +28,7 @@ import { createDb, checkRow, lifeOf, userSessionRows } from './schema.js';
 import { createHandleTracker, releaseBoth } from './handles.js';
 import { createKnownRows } from './known-rows.js';
 import { createSessionHandle, importInto, type Session } from './session.js';
+import { deleteBody } from './apply.js';
 import type { SessionInfo, SessionOptions } from './types.js';
 import { assertOpen, commit, type StoreContext } from './writer.js';
 
@@ -223,13 +224,14 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     });
   }
 
-  const handleFor = (userId: string, sessionId: string, contextSchema: z.ZodObject | undefined, openTx: IDBTransaction | null = null): Session => {
+  const handleFor = (userId: string, sessionId: string, contextSchema: z.ZodObject | undefined, life: string, openTx: IDBTransaction | null = null): Session => {
     const { session, release } = createSessionHandle({
       store,
       userId,
       sessionId,
       contextSchema,
       openTx,
+      life,
       importSession: importData,
       onBoard: (blackboard, handle) => handles.keepAliveWith(blackboard, handle),
     });
@@ -253,9 +255,11 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       throw mapStorageError(error, `open session "${sessionId}"`);
     }
     const { row, unfinished, tx } = read;
+    let life: string;
     if (row !== undefined) {
       const existing = checkRow('sessions', [userId, sessionId], row);
       store.knownRows.set(userId, sessionId, existing);
+      life = lifeOf(existing);
       try {
         await recovery.check(userId, sessionId, unfinished);
       } catch (error) {
@@ -263,15 +267,19 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       }
     } else {
       // Opening an existing session is a read; only a new one costs a write transaction.
-      await commit(store, userId, sessionId, `create session "${sessionId}"`, async (tx) => {
-        if (tx.row()) return;
+      life = await commit(store, userId, sessionId, `create session "${sessionId}"`, async (tx) => {
+        const found = tx.row();
+        if (found) return lifeOf(found);
         await tx.emit('session.create', { createdAt: Date.now(), forkOf: null });
+        const created = tx.row();
         // Never hand out a handle to a session that was not created: every write through it would fail.
-        if (!tx.row()) throw new TabulaError('storage/failed', `Session "${sessionId}" of user "${userId}" could not be created over its deleted predecessor.`);
+        if (!created) throw new TabulaError('storage/failed', `Session "${sessionId}" of user "${userId}" could not be created over its deleted predecessor.`);
+        return lifeOf(created);
       });
     }
-    // A handle to a session just created reads in a transaction of its own: the one read in has ended.
-    return handleFor(userId, sessionId, opts.contextSchema, row === undefined ? null : tx);
+    // The handle is bound to the life it was opened on. A handle to a session just created reads in a
+    // transaction of its own: the one read in has ended.
+    return handleFor(userId, sessionId, opts.contextSchema, life, row === undefined ? null : tx);
   }
 
   /**
@@ -282,7 +290,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     assertOpen(store);
     const userId = checkId(options.userId, 'importSession({ userId })');
     const parsed = { ...parseSessionExport(data), userId };
-    await commit(store, parsed.userId, parsed.sessionId, `import session "${parsed.sessionId}"`, async (tx) => {
+    const life = await commit(store, parsed.userId, parsed.sessionId, `import session "${parsed.sessionId}"`, async (tx) => {
       if (tx.row()) {
         throw new TabulaError(
           'session/exists',
@@ -290,8 +298,9 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
         );
       }
       await importInto(tx, parsed);
+      return lifeOf(tx.existing());
     });
-    const handle = handleFor(parsed.userId, parsed.sessionId, options.contextSchema);
+    const handle = handleFor(parsed.userId, parsed.sessionId, options.contextSchema, life);
     if (parsed.blackboard && Object.keys(parsed.blackboard).length > 0) {
       await handle.blackboard.whenLoaded;
       handle.blackboard.update(parsed.blackboard);
@@ -339,7 +348,8 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       const userId = checkId(checkOptions(options, 'deleteSession(sessionId, options)').userId ?? defaultUserId, 'deleteSession({ userId })');
       const life = await commit(store, userId, sessionId, `delete session "${sessionId}"`, async (tx) => {
         const row = tx.row();
-        if (row) await tx.emit('session.delete', {});
+        // The delete says what this replica has of the life, so a device with work it never saw can be told.
+        if (row) await tx.emit('session.delete', deleteBody(row));
         return row && lifeOf(row);
       });
       try {

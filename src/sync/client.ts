@@ -15,8 +15,8 @@
 import { TabulaError } from '../core/errors.js';
 import { safeParse } from '../core/validation.js';
 import type { Op, OpKind } from '../core/ops.js';
-import { applyOps, StaleKnownRow, type ApplyOptions, type SaveConflict } from '../store/apply.js';
-import type { SaveConflictInfo } from '../store/changes.js';
+import { applyOps, StaleKnownRow, type ApplyOptions, type DroppedWork, type SaveConflict } from '../store/apply.js';
+import type { DroppedWorkInfo, SaveConflictInfo } from '../store/changes.js';
 import { checkRow, sessionTables, userOutbox, type OutboxRow } from '../store/schema.js';
 import { SYNC_NUDGE, syncNames, type SyncAdapter, type SyncEngine, type SyncHost, type SyncStatus } from '../store/sync-host.js';
 import { applyRemoteBoard, decodeBoardUpdates, queueBoard, updatesForLife } from './boards.js';
@@ -331,6 +331,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     for (const [index, item] of page.items.entries()) if ('op' in item && item.op.kind === 'session.delete') deletedAt.set(item.op.sessionId, index);
     const boards = decodeBoardUpdates(boardItems.filter((item) => item.after !== undefined || (deletedAt.get(item.sessionId) ?? -1) < item.index));
     const conflicts: SaveConflict[] = [];
+    const dropped: DroppedWork[] = [];
     const settled: NonNullable<ApplyOptions['settled']> = [];
     /** One transaction: the page's ops, the cursor check and move; on the session rows this tab knows, or read. */
     const attempt = (known: boolean): Promise<Op[]> =>
@@ -338,6 +339,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       // reason to lock every session table for that.
       db.transaction('rw', ops.length === 0 ? [db.meta] : sessionTables(db), async () => {
         conflicts.length = 0;
+        dropped.length = 0;
         settled.length = 0;
         // The cursor is read, and moved, alongside applyOps' requests rather than before and after them
         // (IndexedDB runs a transaction's requests in order, so the read sees the old cursor): two round
@@ -345,7 +347,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
         // transaction, applyOps and the move with it.
         const stored = from ? db.meta.get(CURSOR_KEY) : undefined;
         const moved = boards.size === 0 && page.cursor !== null ? db.meta.put({ key: CURSOR_KEY, value: page.cursor }) : undefined;
-        const [row, done] = await Promise.all([stored, applyOps(db, ops, { conflicts, settled, ...(known ? { known: host.knownRows } : {}) }), moved]);
+        const [row, done] = await Promise.all([stored, applyOps(db, ops, { conflicts, dropped, settled, ...(known ? { known: host.knownRows } : {}) }), moved]);
         if (from) {
           const cursor = cursorOf(row);
           if (cursor === page.cursor) throw new NotTaken('current');
@@ -378,7 +380,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       }
     }
     if (boards.size > 0 && page.cursor !== null) await db.meta.put({ key: CURSOR_KEY, value: page.cursor });
-    const bySession = new Map<string, { userId: string; sessionId: string; kinds: Set<OpKind>; conflict?: SaveConflictInfo }>();
+    const bySession = new Map<string, { userId: string; sessionId: string; kinds: Set<OpKind>; conflict?: SaveConflictInfo; dropped?: DroppedWorkInfo }>();
     const entryOf = (userId: string, sessionId: string) => {
       const key = JSON.stringify([userId, sessionId]);
       const entry = bySession.get(key) ?? { userId, sessionId, kinds: new Set<OpKind>() };
@@ -389,6 +391,13 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     // Only the device whose save lost hears of it; the others just see the winner.
     for (const { userId, sessionId, lost, won } of conflicts) {
       if (await host.isLocalOrder(lost.order)) entryOf(userId, sessionId).conflict = { version: lost.version, local: lost.state, remote: won.state };
+    }
+    for (const { userId, sessionId, messages, memory, notes, state } of dropped) {
+      const entry = entryOf(userId, sessionId);
+      const before = entry.dropped;
+      entry.dropped = before
+        ? { messages: [...before.messages, ...messages], memory: [...before.memory, ...memory], notes: [...before.notes, ...notes], state: before.state || state }
+        : { messages, memory, notes, state };
     }
     if (bySession.size > 0) {
       host.publish([...bySession.values()].map(({ kinds, ...change }) => ({ ...change, kinds: [...kinds] })));

@@ -84,6 +84,20 @@ describe('what a tab makes of the others’ messages', () => {
     await tabula.close();
   });
 
+  it('a delete another tab pulled from sync reaches this tab with the work it dropped; a malformed list of it is refused', async () => {
+    const tabula = await freshTabula({ userId: 'alice' });
+    const heard: SessionChange[] = [];
+    tabula.subscribe((change) => heard.push(change));
+    const tab = otherTab(tabula.dbName);
+    const dropped = { messages: ['m1'], memory: [{ scope: 'default', key: 'k' }], notes: ['n1'], state: true };
+    tab.channel.postMessage({ v: 1, userId: 'alice', sessionId: 's', kinds: ['session.delete'], fromRemote: true, dropped: { ...dropped, notes: 'n1' } });
+    tab.channel.postMessage({ v: 1, userId: 'alice', sessionId: 's', kinds: ['session.delete'], fromRemote: true, dropped });
+    await waitFor(() => heard.length === 1);
+    expect(heard).toStrictEqual([{ userId: 'alice', sessionId: 's', kinds: ['session.delete'], origin: 'remote', dropped }]);
+    expect(tabula.reported.map((error) => (error as Error & { code?: string }).code)).toEqual(['schema/invalid']);
+    await tabula.close();
+  });
+
   it('a malformed message is reported as schema/invalid and reaches no listener; the next good one does', async () => {
     const tabula = await freshTabula();
     const heard: SessionChange[] = [];

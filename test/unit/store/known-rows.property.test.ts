@@ -64,11 +64,26 @@ describe('appends built on a known session row', () => {
         const name = uniqueName('known-rows');
         const tabs = [await freshTabula({ name }), await freshTabula({ name })] as const;
         const handles: [Session, Session] = [await tabs[0].session('s'), await tabs[1].session('s')];
+        // A handle from before the other tab deleted and re-created the session: it writes nothing into the new life.
+        const stale = [false, false];
         // The model: message contents in the order the session must hold them.
         let model: string[] = [];
         let label = 0;
+        /** Before a tab writes: a stale handle of it (which may still know the deleted life's row) is refused and lands nothing; the tab opens the session again. */
+        const ready = async (tab: Tab) => {
+          if (!stale[tab]) return;
+          await expect(handles[tab].append(batch(1, `${run}.stale`))).rejects.toMatchObject({ code: 'session/not-found' });
+          handles[tab] = await tabs[tab].session('s');
+          stale[tab] = false;
+        };
         try {
           for (const command of commands) {
+            if (command.kind === 'race') {
+              await ready(0);
+              await ready(1);
+            } else {
+              await ready(command.tab);
+            }
             switch (command.kind) {
               case 'append': {
                 const contents = batch(command.count, `${run}.${label++}`);
@@ -109,7 +124,8 @@ describe('appends built on a known session row', () => {
                 await tabs[command.tab].deleteSession('s');
                 handles[command.tab] = await tabs[command.tab].session('s');
                 model = [];
-                // The other tab's handle keeps its row from the deleted life: its next append must not bring that back.
+                // The other tab's handle keeps its row from the deleted life: its next append must not bring that back (see ready()).
+                stale[command.tab === 0 ? 1 : 0] = true;
                 break;
               }
               case 'tokens':

@@ -5,7 +5,9 @@
  * acknowledged is visible from both tabs, or rejected with a TabulaError;
  * nothing resolved is missing later unless a clear, restore or delete that
  * resolved since removed it; after closing and reopening, everything read
- * the same. Seeded: the seed is printed, TABULA_SEED replays it.
+ * the same; a handle taken before a delete writes nothing once the session
+ * is created again (issue 26). Seeded: the seed is printed, TABULA_SEED
+ * replays it.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -61,6 +63,8 @@ interface World {
   counter: number;
   openStreams: { done(): Promise<{ id: string; content: unknown }>; abort(): Promise<unknown>; text: string }[];
   openRun: { release: () => void; result: Promise<number>; value: number } | null;
+  /** Handles taken before a delete that resolved since: their session life has ended (issue 26). */
+  ended: Session[];
 }
 
 /** What a resolved command acknowledged, and whether it may have removed messages. */
@@ -166,15 +170,23 @@ async function execute(world: World, command: Command): Promise<Effect> {
       await imported.close();
       return { messageIds: [], destructive: false };
     }
-    case 'delete':
+    case 'delete': {
+      const before = [...world.handles];
       await tabula.deleteSession('s');
       world.checkpoints.length = 0;
+      world.ended.push(...before);
       return { messageIds: [], destructive: true };
-    case 'reopen':
+    }
+    case 'reopen': {
       // Re-creates the session when it was deleted; both tabs take the new handle.
       world.handles[command.tab] = await tabula.session('s');
       world.handles[command.tab === 0 ? 1 : 0] = await world.tabs[command.tab === 0 ? 1 : 0].session('s');
+      // A handle of the life a delete ended writes nothing into the new one.
+      for (const old of world.ended.splice(0)) {
+        await expect(old.append({ role: 'user', content: 'from an ended life' })).rejects.toMatchObject({ code: 'session/not-found' });
+      }
       return { messageIds: [], destructive: false };
+    }
   }
 }
 
@@ -209,6 +221,7 @@ describe('two tabs interleaving random calls (property)', () => {
           counter: 0,
           openStreams: [],
           openRun: null,
+          ended: [],
         };
         for (const step of steps) {
           world.step += 1;

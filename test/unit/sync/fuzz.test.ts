@@ -14,8 +14,10 @@
  * the finished message travels), memory sets
  * and deletes, notes, state saves (the same version saved on two devices
  * is a compare-and-set conflict sync settles), prefixes, clears,
- * checkpoints and restores, journal records, applies and commits,
- * blackboard sets, updates and deletes, session deletes.
+ * checkpoints and restores, message removes (racing restores), journal
+ * records, applies and commits, blackboard sets, updates and deletes,
+ * session deletes, and forks and imports into ids that every device forks
+ * or imports into (issue 26).
  *
  * Sessions: `s0` and `s1` are written by every device and never deleted;
  * `own<i>` is written, deleted and created again by device i only;
@@ -23,7 +25,11 @@
  * and deleted once by device i, never to come back; `lives` is written,
  * deleted and created again by every device, so deletes and re-creates race
  * with other devices' writes to the old life and with each other (each op
- * names its life: apply.ts, "session lives").
+ * names its life: apply.ts, "session lives"). `forked` is forked from
+ * `origin` (written before the schedule, and now and then during it) and
+ * `imported` imported from an export of it by any device that does not have
+ * it, so two devices often copy one history into one id, each from its own
+ * copy of it; any device may delete them, and they come back.
  *
  * The second fuzz (issue 26) runs devices live: their leaders push on every
  * write and apply pokes as they come, while the schedule writes, flushes,
@@ -243,6 +249,10 @@ const WRITES: Record<string, Write> = {
     const checkpoints = await session.checkpoints();
     if (checkpoints.length > 0) await session.restore(random.pick(checkpoints).id);
   },
+  async remove(session, random) {
+    const messages = await session.messages();
+    if (messages.length > 0) await session.memory().transact((tx) => tx.removeMessages([random.pick(messages).id]));
+  },
   journalRecord: (session, random, device) => session.journal.record({ by: device.index, n: random.int(1000) }),
   journalApply: (session, random) => session.journal.apply([random.int(100), random.int(100)]),
   journalCommit: (session) => session.journal.markCommitted(),
@@ -287,9 +297,18 @@ async function abortStreams(device: Device, sessionId: string): Promise<void> {
   device.streams.splice(0, device.streams.length, ...device.streams.filter((s) => s.sessionId !== sessionId));
 }
 
+/** Forked and imported from `origin` by any device that does not have them (see the header). */
+const COPIES = ['forked', 'imported'];
+/** The session the copies are made of: written before the schedule starts, and now and then during it. */
+const ORIGIN = 'origin';
+
 /** The session a write of `device` goes to, or null when that device must not write to it now. */
 async function sessionToWrite(random: Random, device: Device, gone: ReadonlySet<string>): Promise<string | null> {
   const roll = random.next();
+  if (roll < 0.08) {
+    const copy = random.pick([...COPIES, ORIGIN]);
+    return (await exists(device.tabula, copy)) ? copy : null;
+  }
   if (roll < 0.5) return random.pick(SHARED_SESSIONS);
   if (roll < 0.62) return LIVES_SESSION;
   if (roll < 0.8) return ownSession(device.index);
@@ -338,7 +357,27 @@ async function step(random: Random, network: FaultyNetwork, devices: readonly De
     if (again) await device.tabula.session(LIVES_SESSION);
     return `${who}: delete ${LIVES_SESSION}${again ? ' and create it again' : ''}`;
   }
-  if (roll < 0.37) {
+  if (roll < 0.4) {
+    // Copy one history into an id every device copies into, unless this device has it; or delete it.
+    const copy = random.pick(COPIES);
+    if (await exists(device.tabula, copy)) {
+      if (random.next() < 0.85) return `${who}: copy into ${copy} (present)`;
+      await abortStreams(device, copy);
+      await device.tabula.deleteSession(copy);
+      return `${who}: delete ${copy}`;
+    }
+    try {
+      const source = await device.tabula.session(ORIGIN);
+      if (copy === 'forked') await source.fork(copy);
+      else await device.tabula.importSession({ ...(await source.export()), sessionId: copy });
+    } catch (error) {
+      // A flush held in the background may have brought another device's copy meanwhile.
+      if (!(error instanceof TabulaError && error.code === 'session/exists')) throw error;
+      return `${who}: copy into ${copy} (${error.code})`;
+    }
+    return `${who}: copy into ${copy}`;
+  }
+  if (roll < 0.42) {
     const doomed = doomedSession(device.index);
     if (!(await exists(device.tabula, doomed))) return `${who}: delete ${doomed} (absent)`;
     await abortStreams(device, doomed);
@@ -415,6 +454,18 @@ async function fuzz(seed: number): Promise<void> {
     await device.tabula.sync?.flush();
     devices.push(device);
   }
+  // The history the devices copy (see COPIES), on every device before the faults start.
+  const origin = await (devices[0] as Device).tabula.session(ORIGIN);
+  await origin.append([
+    { role: 'user', content: 'origin 1' },
+    { role: 'assistant', content: 'origin 2' },
+  ]);
+  await origin.note('origin note');
+  await origin.journal.record({ origin: true });
+  await origin.memory().set('k0', 'origin');
+  await origin.save({ tasks: ['origin'] });
+  await origin.checkpoint('origin');
+  for (const device of [...devices, devices[0] as Device]) await device.tabula.sync?.flush();
   network.faulty = true;
   try {
     const gone = new Set<string>();
