@@ -11,7 +11,7 @@ import { parseOp, type Op } from '../../../src/core/index.js';
 import { SEEN_MAX } from '../../../src/core/ops.js';
 import { openTabula, type SessionExport, type Tabula } from '../../../src/index.js';
 import { applyOps, deleteBody, type DroppedWork, type SaveConflict } from '../../../src/store/apply.js';
-import { createDb, sessionTables, type SessionRow } from '../../../src/store/schema.js';
+import { createDb, sessionTables, userOutbox, type SessionRow } from '../../../src/store/schema.js';
 import type { SyncAdapter } from '../../../src/store/sync-host.js';
 import { freshTabula, uniqueName } from './helpers.js';
 import { append, at, closeReplicas, converge, create, memorySet, op, replica, snapshotOf, USER, SESSION, view } from './replicas.js';
@@ -176,7 +176,8 @@ async function device(): Promise<Tabula & { dbName: string }> {
 /** The ops `tabula` queued for sync, in order. */
 async function queued(tabula: { dbName: string }): Promise<Op[]> {
   const db = createDb(tabula.dbName);
-  const rows = await db.outbox.orderBy('seq').toArray();
+  // Every row of user 'u', in seq order (the outbox is keyed by [userId+seq]).
+  const rows = await userOutbox(db, 'u').toArray();
   db.close();
   return rows.flatMap((row) => (row.op ? [row.op] : []));
 }
