@@ -205,20 +205,35 @@ const PAGE_EXACT_ROWS = `WITH c AS (
 ${PAGE_UP_TO_LAST}`;
 
 /**
+ * A statement run by name: pg parses it once per pooled connection and
+ * PostgreSQL plans it there (custom plans for five runs, then a generic one
+ * when it costs no more; index scans either way, the TOAST reads the same).
+ * Measured on pages of 1,000 small ops, PostgreSQL's CPU per page: 2.4 ms by
+ * text, 1.4 ms by name on a table not yet analyzed (planning without
+ * statistics is dear); 1.7 and 1.4 ms on an analyzed one. Named statements
+ * need the session they were prepared in: behind PgBouncer, session pooling
+ * (or 1.21+ with max_prepared_statements), which LISTEN needs anyway.
+ */
+interface NamedStatement {
+  readonly name: string;
+  readonly text: string;
+}
+
+/**
  * A pull's page: PAGE_BOUNDED, and PAGE_EXACT when the bound does not fit (a statement of its own
  * that needs nothing from the first, so the two share no snapshot). Rows: position, json, total (see
  * pageOf). $1 user, $2 after, $3 limit, $4 maxBytes.
  */
-const PAGE_BOUNDED = `${PAGE_BOUNDED_ROWS} ORDER BY 1`;
-const PAGE_EXACT = `${PAGE_EXACT_ROWS} ORDER BY 1`;
+const PAGE_BOUNDED: NamedStatement = { name: 'tabula_page_bounded_v1', text: `${PAGE_BOUNDED_ROWS} ORDER BY 1` };
+const PAGE_EXACT: NamedStatement = { name: 'tabula_page_exact_v1', text: `${PAGE_EXACT_ROWS} ORDER BY 1` };
 
 /**
  * A poke's read: the user's head and, in the same snapshot, the page after $2 as PAGE_BOUNDED or
  * PAGE_EXACT reads it (the head, then their columns; no rows when the user has no head row).
  */
 const pokePage = (rows: string): string => `SELECT h.head, p.position, p.json, p.total FROM tabula_heads h LEFT JOIN LATERAL (${rows}) p ON true WHERE h.user_id = $1 ORDER BY p.position`;
-const POKE_BOUNDED = pokePage(PAGE_BOUNDED_ROWS);
-const POKE_EXACT = pokePage(PAGE_EXACT_ROWS);
+const POKE_BOUNDED: NamedStatement = { name: 'tabula_poke_bounded_v1', text: pokePage(PAGE_BOUNDED_ROWS) };
+const POKE_EXACT: NamedStatement = { name: 'tabula_poke_exact_v1', text: pokePage(PAGE_EXACT_ROWS) };
 
 interface PushRow {
   out_status: 'applied' | 'gap' | 'unknown-life';
@@ -440,8 +455,8 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
   }
 
   /** The rows of a page statement (PAGE_*, POKE_*), as arrays. */
-  async function pageRows(text: string, values: unknown[]): Promise<PageRow[]> {
-    return (await pool.query<PageRow>({ text, values, rowMode: 'array' })).rows;
+  async function pageRows(statement: NamedStatement, values: unknown[]): Promise<PageRow[]> {
+    return (await pool.query<PageRow>({ ...statement, values, rowMode: 'array' })).rows;
   }
 
   const pokesInFlight = new Set<Promise<void>>();
