@@ -480,6 +480,30 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
       await store.close();
     });
 
+    it('counts a session id of control characters exactly in the byte budget (6 bytes of JSON each)', async () => {
+      const { store } = await setup.create();
+      const alice = uniqueUser('alice');
+      // The most JSON an id can take for its bytes (\u00XX each): a store that bounds sizes before it counts
+      // them exactly (postgresStore's fast path) must never take its bound for the size.
+      const session = '\u0001'.repeat(250);
+      const board = boardWriter();
+      await store.push(alice, 'c', [
+        { seq: 1, op: noteOp(alice, session, 1) },
+        { seq: 2, board: { sessionId: session, update: board.write('a', 'x') } },
+        { seq: 3, board: { sessionId: session, update: board.write('b', 'y'), after: '' } },
+      ]);
+      const all = (await store.pull(alice, 0, 1000, UNBOUNDED)).items;
+      expect(all.map((item) => decodePulled(item).position)).toEqual([1, 2, 3]);
+      const sizes = all.map((item) => Buffer.byteLength(item.json));
+      for (let start = 0; start < all.length; start++) {
+        const after = start === 0 ? 0 : all[start - 1]!.position;
+        const rest = sizes.slice(start).reduce((sum, size) => sum + size, 0);
+        expect(await store.pull(alice, after, 1000, rest)).toEqual({ items: all.slice(start), more: false });
+        expect(await store.pull(alice, after, 1000, rest - 1)).toEqual({ items: all.slice(start, Math.max(start + 1, all.length - 1)), more: start < all.length - 1 });
+      }
+      await store.close();
+    });
+
     it('keeps what was pushed after being closed and reopened', async () => {
       const { store, reopen } = await setup.create();
       const alice = uniqueUser('alice');
