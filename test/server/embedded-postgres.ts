@@ -91,8 +91,9 @@ async function nativeDir(): Promise<string> {
 
 /**
  * Recreates the tree `from` at `to` in directories of mode 755, each file a hard link to the original
- * (measured: 20-60 ms for its ~1,000 entries against 150-600 ms to copy its 60 MB, and no second copy
- * on disk), or a copy where linking fails (another filesystem, or links refused). File modes live on
+ * (measured on the shared 2-core machine: 40-140 ms for its ~1,000 entries, against 150-600 ms to
+ * copy its 60 MB, and no second copy on disk), or a copy where linking fails (another filesystem, or
+ * links refused). File modes live on
  * the shared inode, so the binaries stay executable by all; only the path to them changes. Symlinks
  * (lib/libpq.so -> libpq.so.5.17) are relative and recreated as they are.
  */
