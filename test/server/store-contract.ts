@@ -480,27 +480,46 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
       await store.close();
     });
 
-    it('counts a session id of control characters exactly in the byte budget (6 bytes of JSON each)', async () => {
+    it('counts ids of control characters exactly in the byte budget (6 bytes of JSON each)', async () => {
       const { store } = await setup.create();
       const alice = uniqueUser('alice');
       // The most JSON an id can take for its bytes (\u00XX each): a store that bounds sizes before it counts
-      // them exactly (postgresStore's fast path) must never take its bound for the size.
+      // them exactly (the fast paths of both stores) must never take its bound for the size. The server
+      // allows clients only ASCII ids; the store counts whatever it holds.
       const session = '\u0001'.repeat(250);
+      const client = '\u0002'.repeat(64);
       const board = boardWriter();
-      await store.push(alice, 'c', [
-        { seq: 1, op: noteOp(alice, session, 1) },
-        { seq: 2, board: { sessionId: session, update: board.write('a', 'x') } },
-        { seq: 3, board: { sessionId: session, update: board.write('b', 'y'), after: '' } },
-      ]);
-      const all = (await store.pull(alice, 0, 1000, UNBOUNDED)).items;
-      expect(all.map((item) => decodePulled(item).position)).toEqual([1, 2, 3]);
-      const sizes = all.map((item) => Buffer.byteLength(item.json));
-      for (let start = 0; start < all.length; start++) {
-        const after = start === 0 ? 0 : all[start - 1]!.position;
-        const rest = sizes.slice(start).reduce((sum, size) => sum + size, 0);
-        expect(await store.pull(alice, after, 1000, rest)).toEqual({ items: all.slice(start), more: false });
-        expect(await store.pull(alice, after, 1000, rest - 1)).toEqual({ items: all.slice(start, Math.max(start + 1, all.length - 1)), more: start < all.length - 1 });
-      }
+      const twoOps = (seq: number): StorePushItem[] => [seq, seq + 1].map((n) => ({ seq: n, op: noteOp(alice, session, n) }));
+      const twoBoards = (seq: number): StorePushItem[] => [
+        { seq, board: { sessionId: session, update: board.write(`a${seq}`, 'x') } },
+        { seq: seq + 1, board: { sessionId: session, update: board.write(`b${seq}`, 'y'), after: '' } },
+      ];
+      // Every page from every cursor of the log as it stands, at its exact budget and one byte under.
+      const checkPages = async (): Promise<void> => {
+        const all = (await store.pull(alice, 0, 1000, UNBOUNDED)).items;
+        // Not decodePulled: the wire schema holds client ids to what the server allows.
+        expect(all.map((item) => (JSON.parse(item.json) as { clientId: unknown }).clientId)).toEqual(all.map(() => client));
+        const sizes = all.map((item) => Buffer.byteLength(item.json));
+        for (let start = 0; start < all.length; start++) {
+          const after = start === 0 ? 0 : all[start - 1]!.position;
+          let sum = 0;
+          for (let k = 1; start + k <= all.length; k++) {
+            sum += sizes[start + k - 1]!;
+            for (const [budget, count] of [
+              [sum, k],
+              [sum - 1, Math.max(1, k - 1)],
+            ] as const) {
+              expect({ budget, page: await store.pull(alice, after, 1000, budget) }).toEqual({ budget, page: { items: all.slice(start, start + count), more: start + count < all.length } });
+            }
+          }
+        }
+      };
+      // Two ops then two boards; then two boards then two ops. Each pair once ends the log, where the bound
+      // of the candidates is the pair's alone: nothing of another shape makes up for a bound too small.
+      await store.push(alice, client, [...twoOps(1), ...twoBoards(3)]);
+      await checkPages();
+      await store.push(alice, client, [...twoBoards(5), ...twoOps(7)]);
+      await checkPages();
       await store.close();
     });
 
