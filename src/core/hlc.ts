@@ -8,12 +8,28 @@
  * milliseconds in 15 decimal digits, a counter in 6 hex digits, the client
  * id), so plain string comparison is the order and ties between clients are
  * broken by client id, the same way on every device.
+ *
+ * Two bounds keep one bad clock from spreading: a clock given `maxDriftMs`
+ * does not follow a remote key whose wall time is further than that ahead
+ * of its own (a device whose clock ran a year ahead would otherwise pull
+ * every clock it syncs with a year ahead), and no key ever holds a wall time
+ * past {@link MAX_WALL_MS} (16 digits would not be an order key). The clock
+ * does not correct its wall clock itself: the store gives it one that sync
+ * has corrected against the server (`Date.now() + offset`).
  */
 import { TabulaError } from './errors.js';
 
 const WALL_DIGITS = 15;
 const COUNTER_DIGITS = 6;
 const MAX_COUNTER = 16 ** COUNTER_DIGITS - 1;
+/** The greatest wall time an order key can hold: 15 nines of ms (about the year 33658). */
+export const MAX_WALL_MS = 10 ** WALL_DIGITS - 1;
+/**
+ * How far ahead of its own (corrected) wall clock a remote key may be and still be followed, by
+ * default, in ms: a sync server refuses ops further ahead of its time than this, and the store's
+ * clock does not follow them (5 minutes).
+ */
+export const DEFAULT_MAX_DRIFT_MS = 5 * 60_000;
 const CLIENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const HLC_KEY = /^(\d{15})\.([0-9a-f]{6})\.([A-Za-z0-9_-]{1,64})$/;
 
@@ -45,9 +61,17 @@ export interface HlcTimestamp {
 /** A clock owned by one client. */
 export interface HybridLogicalClock {
   readonly clientId: string;
-  /** A new key for a local event: greater than every key this clock has made or seen. */
+  /**
+   * A new key for a local event: greater than every key this clock has made or followed, unless the wall
+   * clock went back more than `maxDriftMs` since (then it follows the wall clock again).
+   */
   now(): string;
-  /** Takes in a key from elsewhere and returns a key for the receive event, greater than both. */
+  /**
+   * Takes in a key from elsewhere and returns a key for the receive event: greater than both, when
+   * the remote wall time is at most `maxDriftMs` ahead of this clock's wall clock. A key further
+   * ahead is not followed (the clock does not jump to it): the result is then `now()`, which may
+   * sort before the remote key.
+   */
   receive(remoteKey: string): string;
 }
 
@@ -56,9 +80,14 @@ export interface HlcOptions {
   clientId: string;
   /** Wall clock in ms since the epoch. @default Date.now */
   wallClock?: () => number;
+  /**
+   * How far ahead of `wallClock()` a remote key's wall time may be for `receive()` to follow it, in
+   * ms. The store passes {@link DEFAULT_MAX_DRIFT_MS}. @default Infinity (every key is followed)
+   */
+  maxDriftMs?: number;
 }
 
-/** Formats a timestamp as an order key. */
+/** Formats a timestamp as an order key (its wall time must be at most {@link MAX_WALL_MS}). */
 export function formatHlc(timestamp: HlcTimestamp): string {
   const wall = String(timestamp.wallMs).padStart(WALL_DIGITS, '0');
   const counter = timestamp.counter.toString(16).padStart(COUNTER_DIGITS, '0');
@@ -82,20 +111,49 @@ export function compareHlc(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+/**
+ * The smallest key of client `clientId` that sorts after `key` (an order key; a `#index` suffix is
+ * ignored, the key it follows sorts before the result too): the same wall time, the next counter. For
+ * an op that must follow a key whatever its distance (an op of a session life that began after a
+ * delete ordered far ahead) without moving any clock. At the greatest key there is nothing after it:
+ * the greatest key of `clientId` is returned, which may not sort after `key`.
+ */
+export function keyAfter(key: string, clientId: string): string {
+  const { wallMs, counter } = parseHlc(hlcOf(key));
+  if (counter < MAX_COUNTER) return formatHlc({ wallMs, counter: counter + 1, clientId });
+  if (wallMs < MAX_WALL_MS) return formatHlc({ wallMs: wallMs + 1, counter: 0, clientId });
+  return formatHlc({ wallMs: MAX_WALL_MS, counter: MAX_COUNTER, clientId });
+}
+
 /** Creates a clock for one client. */
 export function createHlc(options: HlcOptions): HybridLogicalClock {
-  const { clientId, wallClock = Date.now } = options;
+  const { clientId, wallClock = Date.now, maxDriftMs = Infinity } = options;
   if (!CLIENT_ID.test(clientId)) {
     throw new TabulaError(
       'argument/invalid',
       `HLC clientId ${JSON.stringify(clientId)} must be 1–64 characters of A–Z, a–z, 0–9, "_" or "-".`,
     );
   }
+  if (typeof maxDriftMs !== 'number' || Number.isNaN(maxDriftMs) || maxDriftMs < 0) {
+    throw new TabulaError('argument/invalid', `HLC maxDriftMs must be a number of ms, 0 or more (Infinity for no bound), got ${String(maxDriftMs)}.`);
+  }
   let lastWall = 0;
   let lastCounter = 0;
 
-  const advance = (remoteWall: number, remoteCounter: number): string => {
-    const physical = Math.floor(wallClock());
+  /** The wall clock in whole ms, within what a key can hold (a clock set past the year 33658, or NaN, holds at the ends). */
+  const physicalMs = (): number => {
+    const ms = Math.floor(wallClock());
+    return ms > MAX_WALL_MS ? MAX_WALL_MS : ms > 0 ? ms : 0;
+  };
+
+  const advance = (physical: number, remoteWall: number, remoteCounter: number): string => {
+    // The wall clock went back more than the bound (it was set back, or corrected against a server after
+    // running ahead): start again from it. Keys further ahead than that are ones no server takes, and
+    // following its own would keep this clock there until the wall clock caught up.
+    if (lastWall - physical > maxDriftMs) {
+      lastWall = 0;
+      lastCounter = 0;
+    }
     const wall = Math.max(physical, lastWall, remoteWall);
     let counter: number;
     if (wall === lastWall && wall === remoteWall) counter = Math.max(lastCounter, remoteCounter) + 1;
@@ -105,20 +163,29 @@ export function createHlc(options: HlcOptions): HybridLogicalClock {
     lastWall = wall;
     lastCounter = counter;
     // A counter that would overflow its digits borrows the next millisecond,
-    // which keeps keys fixed-width and still strictly increasing.
+    // which keeps keys fixed-width and still strictly increasing. At the
+    // greatest wall time there is no next one: the key stays the greatest.
     if (lastCounter > MAX_COUNTER) {
-      lastWall += 1;
-      lastCounter = 0;
+      if (lastWall < MAX_WALL_MS) {
+        lastWall += 1;
+        lastCounter = 0;
+      } else {
+        lastCounter = MAX_COUNTER;
+      }
     }
     return formatHlc({ wallMs: lastWall, counter: lastCounter, clientId });
   };
 
   return {
     clientId,
-    now: () => advance(0, 0),
+    now: () => advance(physicalMs(), 0, 0),
     receive(remoteKey) {
       const remote = parseHlc(remoteKey);
-      return advance(remote.wallMs, remote.counter);
+      const physical = physicalMs();
+      // A key from a clock far ahead is taken in without being followed: following it would order
+      // every later write of this client (in every session) at that clock's time.
+      if (remote.wallMs - physical > maxDriftMs) return advance(physical, 0, 0);
+      return advance(physical, remote.wallMs, remote.counter);
     },
   };
 }

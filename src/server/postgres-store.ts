@@ -22,6 +22,7 @@
  * collation (ICU, en_US) orders them otherwise.
  */
 import type * as Pg from 'pg';
+import { randomUUID } from 'node:crypto';
 import { TabulaError } from '../core/errors.js';
 import { ID_MAX_LENGTH, findNameProblem } from '../core/names.js';
 import { createBoardCompactor } from './board.js';
@@ -58,6 +59,8 @@ CREATE INDEX IF NOT EXISTS tabula_items_board ON tabula_items (user_id, session_
 CREATE TABLE IF NOT EXISTS tabula_lives (
   user_id text NOT NULL, session_id text NOT NULL, after text COLLATE "C" NOT NULL,
   PRIMARY KEY (user_id, session_id, after));
+-- The storage's epoch (guarantee 10), and whatever else the store keeps of itself.
+CREATE TABLE IF NOT EXISTS tabula_meta (key text PRIMARY KEY, value text NOT NULL);
 -- v2 stored ops without recording the lives they begin: an instance still calling it must fail, not
 -- store a delete whose life boards could then not name.
 DROP FUNCTION IF EXISTS tabula_push_v2(text, text, bigint[], text[], text[], bytea[], text[]);
@@ -287,6 +290,8 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
       const lives = await client.query<{ found: boolean }>("SELECT to_regclass('tabula_lives') IS NOT NULL AS found");
       await client.query(SCHEMA);
       if (!lives.rows[0]!.found) await backfillLives(client);
+      // Drawn by the first instance to migrate this database; every later one finds it.
+      await client.query("INSERT INTO tabula_meta (key, value) VALUES ('epoch', $1) ON CONFLICT (key) DO NOTHING", [randomUUID()]);
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
@@ -359,6 +364,7 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
   }
 
   let ready: Promise<void> | undefined;
+  let epochValue: Promise<string> | undefined;
   const open = (): Promise<void> => {
     if (closed) return Promise.reject(new TabulaError('storage/closed', 'This postgresStore is closed; create a new one.'));
     ready ??= migrate().then(listen);
@@ -613,6 +619,16 @@ export function postgresStore(connection: string | PgPoolLike, options: Postgres
       await open();
       const result = await pool.query<{ head: string }>('SELECT head FROM tabula_heads WHERE user_id = $1', [userId]);
       return Number(result.rows[0]?.head ?? 0);
+    },
+    async epoch() {
+      await open();
+      // The same for as long as the database is this one: read once.
+      epochValue ??= pool.query<{ value: string }>("SELECT value FROM tabula_meta WHERE key = 'epoch'").then((result) => result.rows[0]!.value);
+      const reading = epochValue;
+      return reading.catch((error: unknown) => {
+        if (epochValue === reading) epochValue = undefined;
+        throw error;
+      });
     },
     async lastSeq(userId, clientId) {
       await open();

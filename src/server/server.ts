@@ -10,6 +10,13 @@
  * committed. Error responses name the field at fault and never carry data
  * of another user.
  *
+ * Every answer, errors and event streams included, carries the server's
+ * clock (`X-Tabula-Time`) and its store's epoch (`X-Tabula-Epoch`), and each
+ * poke the clock too: clients correct their clocks by it, and notice a store
+ * that lost their data (a new epoch, or a pull cursor past the store's
+ * head, answered 409). An op ordered more than `maxDriftMs` ahead of the
+ * server's clock is refused like any invalid field.
+ *
  * Every resource a client can make it hold is bounded: a body by
  * `maxBodyBytes` and `bodyTimeoutMs`, an event stream by its token's expiry,
  * `maxStreamQueueBytes` of unread events and `maxStreamsPerUser` streams
@@ -26,7 +33,9 @@ import {
   PROTOCOL_VERSION,
   PullRequestSchema,
   PushRequestSchema,
+  SYNC_HEADERS,
   SYNC_PATHS,
+  findDriftedOrder,
   parseWire,
   type ErrorResponse,
   type ExpiredEvent,
@@ -107,7 +116,7 @@ function at(timeMs: number, fn: () => void): () => void {
   return () => clearTimeout(timer);
 }
 
-const LIMIT_NAMES = ['maxBodyBytes', 'maxPushItems', 'maxUpdateBytes', 'maxPullItems', 'bodyTimeoutMs', 'maxStreamQueueBytes', 'maxStreamsPerUser'] as const;
+const LIMIT_NAMES = ['maxBodyBytes', 'maxPushItems', 'maxUpdateBytes', 'maxPullItems', 'bodyTimeoutMs', 'maxStreamQueueBytes', 'maxStreamsPerUser', 'maxDriftMs'] as const;
 
 /** The limits with `overrides` applied; throws `argument/invalid` naming a limit that is not a positive integer. */
 function limitsOf(overrides: Partial<SyncLimits> = {}): SyncLimits {
@@ -122,7 +131,7 @@ function limitsOf(overrides: Partial<SyncLimits> = {}): SyncLimits {
   return limits;
 }
 
-function errorBody(code: SyncErrorCode, message: string, extra: { lastSeq?: number } = {}): ErrorResponse {
+function errorBody(code: SyncErrorCode, message: string, extra: { lastSeq?: number; head?: number } = {}): ErrorResponse {
   return { error: { code, message, ...extra } };
 }
 
@@ -222,7 +231,24 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
   };
   const userOf = async (c: Context): Promise<string> => (await authorize(c)).userId;
 
+  /** The store's epoch, read once: it is the store's for as long as the store is open. Read again after a failure. */
+  let epoch: Promise<string> | undefined;
+  const epochOf = (): Promise<string | null> => {
+    const reading = (epoch ??= store.epoch());
+    return reading.catch(() => {
+      if (epoch === reading) epoch = undefined;
+      return null;
+    });
+  };
+
   const app = new Hono();
+  // Outermost: the headers go on every answer, the ones onError and notFound make included.
+  app.use('*', async (c, next) => {
+    await next();
+    const id = await epochOf();
+    c.res.headers.set(SYNC_HEADERS.time, String(Date.now()));
+    if (id !== null) c.res.headers.set(SYNC_HEADERS.epoch, id);
+  });
   if (options.cors) {
     app.use(
       '*',
@@ -230,6 +256,8 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
         origin: typeof options.cors.origin === 'string' ? options.cors.origin : [...options.cors.origin],
         allowHeaders: ['Authorization', 'Content-Type'],
         allowMethods: ['GET', 'POST', 'OPTIONS'],
+        // A page's fetch reads only the headers listed here from another origin.
+        exposeHeaders: [SYNC_HEADERS.time, SYNC_HEADERS.epoch],
         maxAge: 600,
       }),
     );
@@ -248,11 +276,19 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
     }
     const push = parseWire(PushRequestSchema, body, 'The push body');
     const items: StorePushItem[] = [];
+    const now = Date.now();
     for (const [i, item] of push.items.entries()) {
       if ('op' in item) {
         // Refuse the whole push: storing the rest would leave the client unable to tell what landed.
         if (item.op.userId !== userId) {
           throw new TabulaError('sync/forbidden', `items[${i}].op.userId is not the user of the token; a client pushes only its own user's ops. Nothing of this push was stored.`);
+        }
+        const drifted = findDriftedOrder(item.op, now, limits.maxDriftMs);
+        if (drifted !== null) {
+          throw new TabulaError(
+            'schema/invalid',
+            `items[${i}].op.${drifted} is ordered more than ${limits.maxDriftMs} ms ahead of the server's clock (${new Date(now).toISOString()}): the clock of the device that wrote it runs ahead. Such an op would win every last-writer-wins write until then; it is refused. Nothing of this push was stored.`,
+          );
         }
         items.push(item);
       } else {
@@ -293,7 +329,19 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
     const pull = parseWire(PullRequestSchema, await readJson(c.req.raw, limits.maxBodyBytes), 'The pull body');
     const limit = Math.min(pull.limit ?? limits.maxPullItems, limits.maxPullItems);
     // The byte budget keeps a page of large items from growing past what one answer can hold.
-    const page = await store.pull(userId, pull.cursor === null ? 0 : Number(pull.cursor), limit, limits.maxPullBytes);
+    const after = pull.cursor === null ? 0 : Number(pull.cursor);
+    const page = await store.pull(userId, after, limit, limits.maxPullBytes);
+    if (page.items.length === 0 && after > 0) {
+      // A cursor this store never handed out: its data is not what the client pulled from (restored from
+      // an older or an empty volume). An empty answer would leave the client waiting past its own cursor for good.
+      const head = await store.head(userId);
+      if (after > head) {
+        return c.json(
+          errorBody('sync/gap', `The pull's cursor ${pull.cursor} is past everything this server holds for the user (position ${head}): its data was reset or restored. Pull from the start (cursor null) and push again what you hold.`, { head }),
+          409,
+        );
+      }
+    }
     // Built as text from the items' wire JSON, which the store made from what it validated
     // and stored: nothing of the page is parsed or serialised again.
     const items = page.items.map((item) => item.json).join(',');
@@ -351,7 +399,7 @@ export function createSyncServer(options: SyncServerOptions): SyncServer {
     // cursor they continue (null for the start of the log, as a pull of `cursor: null` reads from there).
     const poke = (head: number, appended?: StorePokeItems): void => {
       const items = appended ? `,"after":${appended.after === 0 ? 'null' : `"${appended.after}"`},"items":[${appended.items.map((item) => item.json).join(',')}]` : '';
-      send(`event: poke\ndata: {"cursor":"${head}"${items}}\n\n`);
+      send(`event: poke\ndata: {"cursor":"${head}"${items},"time":${Date.now()}}\n\n`);
     };
     // The last event of a stream whose token is no longer accepted: the client reconnects with a fresh one.
     const expire = (reason: ExpiredEvent['reason']): void => {

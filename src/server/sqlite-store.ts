@@ -6,6 +6,7 @@
  * server process (use `postgresStore` for several).
  */
 import type BetterSqlite3 from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
 import { TabulaError } from '../core/errors.js';
 import { createBoardCompactor, encodeBase64 } from './board.js';
 import { loadDriver } from './driver.js';
@@ -22,6 +23,7 @@ CREATE TABLE IF NOT EXISTS tabula_items (
   op TEXT, board BLOB, life_after TEXT,
   PRIMARY KEY (user_id, position)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tabula_items_board ON tabula_items (user_id, session_id, position) WHERE board IS NOT NULL;
+CREATE TABLE IF NOT EXISTS tabula_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 `;
 
 /** A board update's session life (`after`), added to databases created before lives were named. */
@@ -112,6 +114,9 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
   db.pragma('busy_timeout = 5000');
   db.exec(SCHEMA);
   if (!db.prepare<[], { name: string }>('SELECT name FROM pragma_table_info(\'tabula_items\')').all().some((column) => column.name === 'life_after')) db.exec(LIFE_COLUMN);
+  // The storage's epoch (guarantee 10): drawn once, by whichever process creates the file's first row of it.
+  db.prepare('INSERT OR IGNORE INTO tabula_meta (key, value) VALUES (\'epoch\', ?)').run(randomUUID());
+  const epoch = db.prepare<[], { value: string }>('SELECT value FROM tabula_meta WHERE key = \'epoch\'').get()!.value;
   // Created and filled in one write transaction: a second process opening the file waits, then finds it.
   db.transaction(() => {
     if (db.prepare('SELECT 1 FROM sqlite_master WHERE type = \'table\' AND name = \'tabula_lives\'').get() !== undefined) return;
@@ -290,6 +295,11 @@ export function sqliteStore(path: string, options: StoreOptions = {}): ServerSto
       settle(() => {
         assertOpen();
         return getSeq.get(userId, clientId)?.last_seq ?? 0;
+      }),
+    epoch: () =>
+      settle(() => {
+        assertOpen();
+        return epoch;
       }),
     subscribe: (userId, onPoke) =>
       settle(() => {

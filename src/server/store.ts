@@ -50,6 +50,11 @@
  *    (boards from before lives were named) are always allowed. A push that
  *    names any other life is refused whole (`unknown-life`) and stores
  *    nothing, so no push can make the store drop a board clients keep.
+ * 10. **An epoch per storage.** `epoch()` is an id drawn at random when the
+ *    store's storage is created and kept with its data: the same through
+ *    every reopen and on every instance sharing the storage, a new one for
+ *    new (emptied) storage. Clients take a new epoch to mean that the
+ *    server no longer holds what they pushed and pulled.
  */
 import type { Op } from '../core/ops.js';
 
@@ -185,6 +190,8 @@ export interface ServerStore {
   head(userId: string): Promise<number>;
   /** The highest seq stored for (user, client), 0 when none. */
   lastSeq(userId: string, clientId: string): Promise<number>;
+  /** The storage's epoch (guarantee 10): 1–64 characters of `A–Z a–z 0–9 _ -`. */
+  epoch(): Promise<string>;
   /**
    * Calls `onPoke(head, appended?)` after committed pushes that appended
    * items for `userId` (guarantee 5); `appended` holds the items up to

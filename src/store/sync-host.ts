@@ -29,12 +29,35 @@ export interface SyncHost {
   isLocalOrder(order: string): Promise<boolean>;
   /** The user's blackboards. */
   readonly boards: SyncBoards;
+  /** The clock the store orders writes by, which the engine corrects against the server's. */
+  readonly clock: SyncClock;
   /**
    * The session rows this tab last saw committed (see known-rows.ts): a pulled page builds on them
    * (`applyOps({ known })`, checked in its transaction), and records the rows it leaves after it has
    * committed and published its change (publishing makes the store forget the rows it names).
    */
   readonly knownRows: KnownRows;
+}
+
+/**
+ * The store's wall clock as sync sees it. Order keys are made from `wallMs() + offsetMs()`: the device's
+ * clock corrected by what the engine measured against the server's (`X-Tabula-Time`), so a device whose
+ * clock runs ahead or behind still orders its writes at about the server's time. The offset is the
+ * user's: kept in meta (`syncNames.clockOffset`), read when the profile opens, so writes made offline
+ * after a reload are corrected too.
+ */
+export interface SyncClock {
+  /** The device's own clock, uncorrected, in ms since the epoch (`Date.now`). */
+  wallMs(): number;
+  /** The correction in effect, in ms: the server's clock minus the device's (0 until measured). */
+  offsetMs(): number;
+  /** Sets the correction for this Tabula's writes from now on (the engine stores it for the next open). */
+  setOffsetMs(offsetMs: number): void;
+  /**
+   * Takes in the order key of an op pulled from the server: this Tabula's later writes are ordered after
+   * it, in every session (an HLC receive), unless it is too far ahead to follow (see hlc.ts).
+   */
+  receive(order: string): void;
 }
 
 /** The user's blackboards, as the sync engine reads and writes them. */
@@ -57,15 +80,35 @@ export interface SyncBoard {
   release(): Promise<void>;
 }
 
+/**
+ * An outbox item the server refused (an op over its size limit, one ordered too far ahead of its clock,
+ * a board update over `maxUpdateBytes`): set aside so the items behind it still sync. It is kept, never
+ * pushed again, until the app drops it with `tabula.sync.dropParked(id)`. What it wrote stays on this
+ * device; other devices do not get it.
+ */
+export interface ParkedItem {
+  /** Names it for `dropParked`. */
+  readonly id: string;
+  /** The seq it had in the outbox when it was set aside (the items behind it moved up one). */
+  readonly seq: number;
+  /** The op's kind, or `'board'` for a blackboard update. */
+  readonly kind: OpKind | 'board';
+  readonly sessionId: string;
+  /** The server's refusal. */
+  readonly reason: TabulaError;
+}
+
 /** The status of sync, as `tabula.sync.status()` reports it. */
 export interface SyncStatus {
   readonly state: 'idle' | 'syncing' | 'offline' | 'error' | 'unauthorized';
-  /** Local ops not yet acknowledged by the server. */
+  /** Local ops not yet acknowledged by the server (parked ones are not counted: they wait for no one). */
   readonly pending: number;
   /** When the last push-and-pull finished (ms since epoch), null before the first. */
   readonly lastSyncedAt: number | null;
   /** The last failure, while `state` is 'error', 'offline' or 'unauthorized'. */
   readonly error?: TabulaError;
+  /** Items the server refused, set aside so that nothing behind them waits (see {@link ParkedItem}). */
+  readonly parked: readonly ParkedItem[];
 }
 
 /** `tabula.sync`: controls and watches the sync engine. */
@@ -78,6 +121,11 @@ export interface SyncHandle {
   /** Stops syncing in the background until resume(); local writes keep queueing. */
   pause(): void;
   resume(): void;
+  /**
+   * Forgets a parked item (see {@link ParkedItem}) for good: it leaves `status().parked`. What it wrote
+   * stays on this device. Resolves to false when no parked item has that id.
+   */
+  dropParked(id: string): Promise<boolean>;
 }
 
 /** A running engine: the handle plus what the store calls. */
@@ -112,6 +160,12 @@ export const syncNames = {
   clientId: (userId: string) => `sync:clientId:${JSON.stringify([userId])}`,
   /** The meta key that marks the user's existing data as queued (the first sync's seed); the name earlier versions wrote. */
   seeded: (userId: string) => `sync:seeded:${userId}`,
+  /** The meta key of the epoch of the server the user's sync state is of (absent before the first answer that named one). */
+  epoch: (userId: string) => `sync:epoch:${JSON.stringify([userId])}`,
+  /** The meta key of the user's clock correction, in ms (see {@link SyncClock}). */
+  clockOffset: (userId: string) => `sync:clockOffset:${JSON.stringify([userId])}`,
+  /** The meta key of the user's parked items (see {@link ParkedItem}), with their outbox rows. */
+  parked: (userId: string) => `sync:parked:${JSON.stringify([userId])}`,
   /** The Web Lock of the user's sync leader on profile `name`. */
   leaderLock: (name: string, userId: string) => `tabula:${name}:sync-leader:${JSON.stringify([userId])}`,
   /** The BroadcastChannel of the user's sync engines on profile `name` (status, nudges). */
@@ -126,6 +180,14 @@ export const LEGACY_SYNC_KEYS = { seq: 'sync:seq', cursor: 'sync:cursor', client
 
 /** The prefix of the meta keys that record, per board life, what the sync leader has queued of it (src/sync/boards.ts). */
 export const BOARD_QUEUED_PREFIX = 'sync:board:';
+
+/**
+ * The largest op a synced write may make, in bytes of its JSON (UTF-8): the sync server's default
+ * `maxBodyBytes` (1 MiB) less the push's envelope (`maxOpBytes(DEFAULT_SYNC_LIMITS)` in the protocol;
+ * a test holds the two equal). Larger would be refused by the server on every push; the store refuses
+ * it when it is written instead (`sync/too-large`), and nothing of that write lands.
+ */
+export const MAX_OP_BYTES = 1024 * 1024 - 4096;
 
 /** What any tab posts on a user's sync channel after it queued rows of that user: the leader pushes them (and recounts). */
 export const SYNC_NUDGE = { v: 1, kind: 'nudge' } as const;

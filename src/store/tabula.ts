@@ -5,7 +5,7 @@
  */
 import type { z } from 'zod';
 import { TabulaError } from '../core/errors.js';
-import { createHlc, hlcOf, parseHlc } from '../core/hlc.js';
+import { DEFAULT_MAX_DRIFT_MS, createHlc, hlcOf, parseHlc } from '../core/hlc.js';
 import { checkName } from '../core/names.js';
 import { checkOptions, describeValue } from '../core/args.js';
 import { ApproxTokenCounter, type TokenCounter } from '../core/tokens.js';
@@ -111,6 +111,11 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     throw new TabulaError('storage/failed', 'IndexedDB is not available here. In Node, load fake-indexeddb (import "fake-indexeddb/auto") before openTabula().');
   }
   const onError = options.onError ?? ((error: TabulaError) => console.warn(`[tabula] ${error.message}`, error.cause ?? ''));
+  // The device's clock as it is when the Tabula opens (a test injects a skewed one by replacing Date.now meanwhile).
+  const wallClock = Date.now;
+  /** Server time minus device time, as sync last measured it for this Tabula's user (see SyncClock). */
+  let clockOffsetMs = 0;
+  const now = (): number => wallClock() + clockOffsetMs;
   const db = createDb(name);
   const opening = db.open();
   // The open is a round trip to the browser's IndexedDB process; the set-up below (a BroadcastChannel, mostly:
@@ -130,7 +135,11 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   const store: StoreContext = {
     db,
     name,
-    clock: createHlc({ clientId: newClientId() }),
+    // With sync the clock does not follow keys from a clock far ahead: one such key would order every later
+    // write of this tab, in every session, as far ahead, and the server refuses ops past the same bound.
+    // Without sync nothing bounds what a write may be ordered after: the session's own order comes first.
+    clock: createHlc({ clientId: newClientId(), wallClock: now, maxDriftMs: options.sync ? DEFAULT_MAX_DRIFT_MS : Infinity }),
+    now,
     feed: createChangeFeed(name, onError),
     knownRows: createKnownRows(),
     tokenCounter: counter,
@@ -180,6 +189,9 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   };
   try {
     await opening;
+    // Before any write: a device that measured its clock against the server orders writes made offline by it too.
+    const offset = (await db.meta.get(syncNames.clockOffset(defaultUserId)))?.value;
+    if (typeof offset === 'number' && Number.isFinite(offset)) clockOffsetMs = offset;
   } catch (error) {
     await tearDown();
     throw mapStorageError(error, `open the IndexedDB database "${name}"`);
@@ -221,6 +233,16 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       },
       boards: syncBoards(store, defaultUserId, boardNotices as BoardNotices),
       knownRows: store.knownRows,
+      clock: {
+        wallMs: () => wallClock(),
+        offsetMs: () => clockOffsetMs,
+        setOffsetMs(offsetMs) {
+          if (Number.isFinite(offsetMs)) clockOffsetMs = offsetMs;
+        },
+        receive(order) {
+          store.clock.receive(hlcOf(order));
+        },
+      },
     });
   }
 
@@ -270,7 +292,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       life = await commit(store, userId, sessionId, `create session "${sessionId}"`, async (tx) => {
         const found = tx.row();
         if (found) return lifeOf(found);
-        await tx.emit('session.create', { createdAt: Date.now(), forkOf: null });
+        await tx.emit('session.create', { createdAt: now(), forkOf: null });
         const created = tx.row();
         // Never hand out a handle to a session that was not created: every write through it would fail.
         if (!created) throw new TabulaError('storage/failed', `Session "${sessionId}" of user "${userId}" could not be created over its deleted predecessor.`);

@@ -3,9 +3,17 @@
  * local write runs one readwrite transaction that builds ops, applies them
  * through `applyOp`, and, once IndexedDB has committed, announces the
  * change. A write either lands whole or not at all.
+ *
+ * A write that is queued for sync makes only ops the sync server takes: each
+ * at most {@link MAX_OP_BYTES} of JSON (a larger one fails the write with
+ * `sync/too-large`, naming the field), and each ordered by the store's
+ * corrected clock, which never jumps to a key far ahead (see hlc.ts). A
+ * session's later write is ordered after its earlier ones when the clock
+ * allows; one whose last op is ordered far ahead (data from a clock that
+ * ran ahead) gets writes ordered by the clock, before that op.
  */
 import { TabulaError } from '../core/errors.js';
-import { hlcOf, type HybridLogicalClock } from '../core/hlc.js';
+import { hlcOf, keyAfter, type HybridLogicalClock } from '../core/hlc.js';
 import type { Op, OpBody, OpKind } from '../core/ops.js';
 import type { TokenCounter } from '../core/tokens.js';
 import { applyAppends, applyOp, flushSlot, isSynced, knownRowsHeld, knownSlot, loadSlot, StaleKnownRow, tombstoneOf, type AppendOp, type SessionSlot } from './apply.js';
@@ -15,7 +23,7 @@ import type { RunCoordinator } from './coordinator.js';
 import { mapStorageError } from './errors.js';
 import type { KnownRows } from './known-rows.js';
 import { newId } from './ids.js';
-import { syncNames } from './sync-host.js';
+import { MAX_OP_BYTES, syncNames } from './sync-host.js';
 import { abortTransaction, nativeRequests, nativeTransaction, transactionDone } from './native-requests.js';
 import { dexieRequests, type WriteRequests } from './requests.js';
 import { lifeOf, sessionTables, type OutboxRow, type SessionRow, type TabulaDb } from './schema.js';
@@ -46,11 +54,58 @@ export async function queueOutbox(
   return rows;
 }
 
+/**
+ * Throws `sync/too-large` when `op` is larger than {@link MAX_OP_BYTES} as JSON: the sync server would
+ * refuse it. Names the op, its session and its largest body field, and says what to do.
+ */
+export function checkOpSize(op: Op): void {
+  const json = JSON.stringify(op);
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: most ops are under the limit without counting.
+  if (json.length * 3 <= MAX_OP_BYTES) return;
+  const bytes = utf8Length(json);
+  if (bytes <= MAX_OP_BYTES) return;
+  let field = '';
+  let fieldBytes = 0;
+  for (const [key, value] of Object.entries(op.body as Record<string, unknown>)) {
+    const size = utf8Length(JSON.stringify(value) ?? '');
+    if (size > fieldBytes) [field, fieldBytes] = [key, size];
+  }
+  const hint: Partial<Record<Op['kind'], string>> = {
+    'message.append': 'keep large files out of messages (store them elsewhere and put their URL in the message, not a data: URL)',
+    'message.update': 'keep large files out of messages (store them elsewhere and put their URL in the message, not a data: URL)',
+    'checkpoint.create': 'a checkpoint holds the whole session: compact or clear the context before checkpointing it',
+    'journal.append': 'apply the journal entries in smaller batches',
+    'memory.set': 'keep smaller values in memory (a large value belongs in a file of its own)',
+  };
+  throw new TabulaError(
+    'sync/too-large',
+    `The ${op.kind} of session "${op.sessionId}" of user "${op.userId}" is ${bytes} bytes as JSON (body.${field}: ${fieldBytes}), over the ${MAX_OP_BYTES} bytes one op may hold to sync (the sync server takes bodies of at most 1 MiB); nothing of this write was stored. ${hint[op.kind] ?? 'Write less at once'}.`,
+  );
+}
+
+/** Bytes of `text` in UTF-8 (a lone surrogate counts as the 3 bytes of U+FFFD, as TextEncoder writes it). */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code < 0xdc00 && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
 /** Everything a session handle needs from the Tabula that opened it. */
 export interface StoreContext {
   readonly db: TabulaDb;
   readonly name: string;
+  /** Orders this tab's writes: its wall clock is {@link StoreContext.now}. */
   readonly clock: HybridLogicalClock;
+  /** The device's clock as sync corrected it (ms since the epoch): what the store stamps writes with. */
+  now(): number;
   readonly feed: ChangeFeed;
   readonly tokenCounter: TokenCounter;
   readonly defaultUserId: string;
@@ -211,9 +266,15 @@ async function attempt<T>(
     };
     const nextOrder = (): string => {
       let order = clock.now();
-      // Another tab or device may have written with a clock ahead of ours: stay causal.
+      // Another tab or device may have written with a clock ahead of ours: stay causal (the clock does
+      // not follow a key far ahead, so such a key keeps its place after this write's ops).
       if (order <= after) order = clock.receive(hlcOf(after));
-      after = order;
+      // Every op of a life is ordered after the delete it began after (the op schema requires it): a life
+      // that began after a delete ordered far ahead gets its ops ordered after the session's last one,
+      // however far ahead, without moving the clock.
+      const life = slot.row ? (slot.row.after ?? '') : ended;
+      if (order <= life) order = keyAfter(after > life ? after : life, clock.clientId);
+      if (order > after) after = order;
       return order;
     };
     const emitter: Emitter = {
@@ -255,7 +316,11 @@ async function attempt<T>(
     await flushSlot(requests, slot);
     await knownRowsHeld(checks);
     const synced = emitted.filter(isSynced);
-    if (counter && synced.length > 0 && (store.sync?.userId === userId || (await counter) !== undefined)) queued = await queueOutbox(requests, userId, synced, counter);
+    if (counter && synced.length > 0 && (store.sync?.userId === userId || (await counter) !== undefined)) {
+      // Before the rows are queued: a refused write lands nothing (its transaction aborts).
+      for (const op of synced) checkOpSize(op);
+      queued = await queueOutbox(requests, userId, synced, counter);
+    }
     committed = slot.row;
     return value;
   };

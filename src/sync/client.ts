@@ -11,22 +11,39 @@
  * other tabs hand it their writes and show its status. Any tab's `flush()`
  * runs one push-and-pull itself. Server data is validated
  * before anything is written: a bad page changes nothing and is reported.
+ *
+ * Every answer of the server says its time and its store's epoch (protocol
+ * SYNC_HEADERS). The time corrects the store's clock (the offset, the
+ * midpoint of request and answer, is kept per user); an epoch other than
+ * the one this user's state is of, a pull cursor past the server's head, or
+ * a push answered with fewer items than the server acknowledged mean the
+ * server lost what this device synced: the user's state starts over
+ * (sync-seed.ts, `reseedOutbox`), everything held here is queued again and
+ * the next pull reads from the start. An item the server refuses on its own
+ * (too large, ordered too far ahead) is found by halving the push and set
+ * aside ("parked", in meta, with the items behind it numbered one down), so
+ * nothing waits behind it; `status().parked` lists it until the app drops it.
  */
 import { TabulaError } from '../core/errors.js';
+import type { JsonValue } from '../core/json.js';
 import { safeParse } from '../core/validation.js';
 import type { Op, OpKind } from '../core/ops.js';
 import { applyOps, StaleKnownRow, type ApplyOptions, type DroppedWork, type SaveConflict } from '../store/apply.js';
 import type { DroppedWorkInfo, SaveConflictInfo } from '../store/changes.js';
 import { checkRow, sessionTables, userOutbox, type OutboxRow } from '../store/schema.js';
-import { SYNC_NUDGE, syncNames, type SyncAdapter, type SyncEngine, type SyncHost, type SyncStatus } from '../store/sync-host.js';
+import { SYNC_NUDGE, syncNames, type ParkedItem, type SyncAdapter, type SyncEngine, type SyncHost, type SyncStatus } from '../store/sync-host.js';
+import { reseedOutbox } from '../store/sync-seed.js';
+import { utf8Length } from '../store/writer.js';
 import { applyRemoteBoard, decodeBoardUpdates, queueBoard, updatesForLife } from './boards.js';
 import { readPokes } from './events.js';
 import {
   DEFAULT_SYNC_LIMITS,
+  EPOCH,
   ErrorResponseSchema,
   PokeEventSchema,
   PullResponseSchema,
   PushResponseSchema,
+  SYNC_HEADERS,
   SYNC_PATHS,
   parseWire,
   type PokeEvent,
@@ -56,12 +73,22 @@ const MAX_BACKOFF_MS = 60_000;
 /** The codes of a server that did nothing and asks to be asked again later, by their HTTP status. */
 const RETRY_LATER_STATUS: Readonly<Record<number, TabulaError['code']>> = { 408: 'sync/timeout', 429: 'sync/rate-limited' };
 const RETRY_LATER: ReadonlySet<string> = new Set(Object.values(RETRY_LATER_STATUS));
+/** Statuses of a push the server refused for what it holds (invalid, another user's, too large): never taken on a retry. */
+const REFUSED_STATUS: ReadonlySet<number> = new Set([400, 403, 413]);
 /** The longest wait before reconnecting a stream that ended because its token expired. */
 const EXPIRED_RECONNECT_MS = 1000;
 /** The shortest poll interval httpSync accepts: faster would be a request storm, not a poll. */
 const MIN_POLL_MS = 100;
 /** The longest delay a timer honours (2^31 - 1 ms, about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * How far a measured clock offset may stray from the one in effect, beyond the measurement's own
+ * uncertainty (half the round trip), before it replaces it: jitter does not rewrite the offset, a
+ * clock that was set or drifted does.
+ */
+const OFFSET_TOLERANCE_MS = 1000;
+/** Resets one cycle may run: a server whose epoch changes on every answer (two stores behind one URL) is reported, not chased. */
+const MAX_RESETS_PER_CYCLE = 2;
 
 class HttpFailure extends Error {
   constructor(
@@ -70,6 +97,35 @@ class HttpFailure extends Error {
   ) {
     super(`HTTP ${status}`);
   }
+}
+
+/** The server no longer holds what this user's state says it synced; `epoch` is the server's new one, when that is how it showed. */
+class ServerReset extends Error {
+  constructor(
+    readonly epoch: string | null,
+    readonly why: string,
+  ) {
+    super(`the sync server was reset: ${why}`);
+  }
+}
+
+/** A parked item as kept in meta: the outbox row itself, and the refusal. */
+interface StoredParked {
+  id: string;
+  seq: number;
+  kind: ParkedItem['kind'];
+  sessionId: string;
+  reason: { code: string; message: string };
+  row: OutboxRow;
+}
+
+/** The parked items kept in meta (an absent or unreadable value is none). */
+function parkedList(stored: unknown): StoredParked[] {
+  return Array.isArray(stored) ? (stored as StoredParked[]).filter((entry) => typeof entry === 'object' && entry !== null && typeof entry.id === 'string') : [];
+}
+
+function parkedItems(stored: unknown): ParkedItem[] {
+  return parkedList(stored).map(({ id, seq, kind, sessionId, reason }) => ({ id, seq, kind, sessionId, reason: new TabulaError(reason.code as TabulaError['code'], reason.message) }));
 }
 
 /** Aborts the transaction of a poke's items that this client already has ('current') or that do not continue its cursor ('stale'). */
@@ -106,7 +162,17 @@ export function httpSync(options: HttpSyncOptions): SyncAdapter {
 
 /** What the leader tells the other tabs of the profile, and what they ask of it. */
 type TabMessage =
-  | { v: 1; kind: 'status'; state: SyncStatus['state']; pending: number; lastSyncedAt: number | null; error: { code: string; message: string } | null }
+  | {
+      v: 1;
+      kind: 'status';
+      state: SyncStatus['state'];
+      pending: number;
+      lastSyncedAt: number | null;
+      error: { code: string; message: string } | null;
+      parked?: Omit<StoredParked, 'row'>[];
+      /** The leader's clock offset: every tab of the profile orders its writes by the same corrected clock. */
+      offsetMs?: number;
+    }
   | { v: 1; kind: 'nudge' };
 
 function isTabMessage(raw: unknown): raw is TabMessage {
@@ -140,10 +206,12 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   // All of it is this user's: another user signed in on this profile has a state, an outbox and a leader of their own.
   const CURSOR_KEY = syncNames.cursor(userId);
   const CLIENT_KEY = syncNames.clientId(userId);
+  const EPOCH_KEY = syncNames.epoch(userId);
+  const PARKED_KEY = syncNames.parked(userId);
   const base = options.url.replace(/\/+$/, '');
   const doFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => globalThis.fetch(input, init));
   const pollMs = options.pollIntervalMs ?? 5000;
-  let status: SyncStatus = { state: 'idle', pending: 0, lastSyncedAt: null };
+  let status: SyncStatus = { state: 'idle', pending: 0, lastSyncedAt: null, parked: [] };
   const listeners = new Set<(status: SyncStatus) => void>();
   const closing = new AbortController();
   const tabs = typeof BroadcastChannel === 'function' ? new BroadcastChannel(syncNames.channel(host.name, userId)) : null;
@@ -183,18 +251,129 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     for (const listener of listeners) listener(status);
     if (leading) {
       const { state, pending, lastSyncedAt, error } = status;
-      tabs?.postMessage({ v: 1, kind: 'status', state, pending, lastSyncedAt, error: error ? { code: error.code, message: error.message } : null } satisfies TabMessage);
+      const parked = status.parked.map(({ id, seq, kind, sessionId, reason }) => ({ id, seq, kind, sessionId, reason: { code: reason.code, message: reason.message } }));
+      tabs?.postMessage({ v: 1, kind: 'status', state, pending, lastSyncedAt, error: error ? { code: error.code, message: error.message } : null, parked, offsetMs: host.clock.offsetMs() } satisfies TabMessage);
     }
   };
   const countPending = async () => userOutbox(db, userId).count();
+  const readParked = async () => parkedItems((await db.meta.get(PARKED_KEY))?.value);
 
-  const clientId = (async () => {
+  const loadClientId = async (): Promise<string> => {
     const stored = await db.meta.get(CLIENT_KEY);
     if (typeof stored?.value === 'string') return stored.value;
     const id = randomClientId();
     await db.meta.put({ key: CLIENT_KEY, value: id });
     return id;
-  })();
+  };
+  /** The client id the server numbers this user's pushes from this profile by; a new one after the server lost them. */
+  let clientId = loadClientId();
+  /** The epoch of the server the user's sync state is of (null before an answer named one); undefined until read. */
+  let epoch: string | null | undefined;
+
+  /**
+   * Takes in one measurement of the server's clock (its time when it answered, `sentAt` and
+   * `receivedAt` on the device's clock): when it says the offset in effect is off by more than it
+   * can tell, the store's writes are ordered by the new one from now on, here, in the other tabs, and
+   * after a reload.
+   */
+  const correctClock = (serverMs: number, sentAt: number, receivedAt: number): void => {
+    const sample = serverMs - (sentAt + receivedAt) / 2;
+    const uncertainty = Math.abs(receivedAt - sentAt) / 2;
+    if (!Number.isFinite(sample) || Math.abs(sample - host.clock.offsetMs()) <= uncertainty + OFFSET_TOLERANCE_MS) return;
+    const offset = Math.round(sample);
+    host.clock.setOffsetMs(offset);
+    // Not awaited: the next write is ordered by it at once; a reload finds it once it is stored.
+    void db.meta.put({ key: syncNames.clockOffset(userId), value: offset }).catch(() => undefined);
+    if (leading) setStatus({ ...status });
+  };
+
+  /**
+   * Reads the server's time and epoch off an answer's headers. Throws {@link ServerReset} when the epoch
+   * is not the one this user's state is of; the first epoch an answer names is taken as the state's.
+   */
+  const observe = async (headers: Headers, sentAt: number, receivedAt: number): Promise<void> => {
+    const time = headers.get(SYNC_HEADERS.time);
+    if (time !== null && /^\d{1,16}$/.test(time)) correctClock(Number(time), sentAt, receivedAt);
+    const named = headers.get(SYNC_HEADERS.epoch);
+    if (named === null || !EPOCH.test(named)) return;
+    if (epoch === undefined) {
+      const stored = await db.meta.get(EPOCH_KEY);
+      epoch ??= typeof stored?.value === 'string' ? stored.value : null;
+    }
+    if (epoch === named) return;
+    if (epoch === null) {
+      epoch = named;
+      await db.meta.put({ key: EPOCH_KEY, value: named });
+      return;
+    }
+    throw new ServerReset(named, `it answers as store ${named}, and this device synced with store ${epoch}`);
+  };
+
+  /**
+   * Starts the user's sync state over (see {@link ServerReset}): unless another tab has already (the
+   * client id stored is no longer the one this engine pushed with), everything held here is queued again
+   * under a new client id and the cursor goes; either way this engine goes on with the stored state.
+   */
+  const reset = async (signal: ServerReset): Promise<void> => {
+    const used = await clientId;
+    const started = await reseedOutbox(db, userId, { clientId: randomClientId(), epoch: signal.epoch }, used);
+    const [client, stored] = await db.meta.bulkGet([CLIENT_KEY, EPOCH_KEY]);
+    clientId = typeof client?.value === 'string' ? Promise.resolve(client.value) : loadClientId();
+    epoch = typeof stored?.value === 'string' ? stored.value : null;
+    acked = null;
+    handed = [];
+    // The queued snapshots of the boards went: each board is queued whole again.
+    boardsScanned = false;
+    if (started) {
+      host.onError(
+        new TabulaError(
+          'sync/gap',
+          `The sync server no longer holds what this device synced of user "${userId}" (${signal.why}): its data was reset or restored. Everything this device holds of the user is queued again and pulled from the start; nothing here is lost.`,
+        ),
+      );
+    }
+  };
+
+  /**
+   * Sets the outbox row `row` aside (see the module comment) after the server refused it alone: out of
+   * the outbox, into the user's parked items with the refusal, and every row behind it one seq down (the
+   * server takes seqs without a gap); reported to onError. Does nothing when the row is not the one at
+   * its seq any more (another tab parked or pushed it meanwhile).
+   */
+  const park = async (row: OutboxRow, refusal: TabulaError): Promise<void> => {
+    const entry: StoredParked = {
+      id: randomClientId(),
+      seq: row.seq,
+      kind: row.op ? row.op.kind : 'board',
+      sessionId: row.op ? row.op.sessionId : (row.board?.sessionId ?? ''),
+      reason: { code: refusal.code, message: refusal.message },
+      row,
+    };
+    const parked = await db.transaction('rw', [db.outbox, db.meta], async () => {
+      const stored = await db.outbox.get([userId, row.seq]);
+      if (!stored || JSON.stringify(stored) !== JSON.stringify(row)) return false;
+      const behind = db.outbox.where('[userId+seq]').between([userId, row.seq], [userId, Infinity], false, true);
+      const moved = (await behind.toArray()).map((later) => ({ ...later, seq: later.seq - 1 }));
+      await db.outbox.where('[userId+seq]').between([userId, row.seq], [userId, Infinity], true, true).delete();
+      await db.outbox.bulkAdd(moved);
+      const counter = await db.meta.get(syncNames.seq(userId));
+      if (typeof counter?.value === 'number') await db.meta.put({ key: syncNames.seq(userId), value: counter.value - 1 });
+      const list = await db.meta.get(PARKED_KEY);
+      await db.meta.put({ key: PARKED_KEY, value: [...parkedList(list?.value), entry] as unknown as JsonValue });
+      return true;
+    });
+    // Rows handed over before the renumbering name seqs that have moved.
+    handed = [];
+    if (!parked) return;
+    setStatus({ ...status, parked: await readParked() });
+    const what = row.op ? `${row.op.kind} op ${row.op.id}` : 'blackboard update';
+    host.onError(
+      new TabulaError(
+        refusal.code,
+        `The sync server refused the ${what} of session "${entry.sessionId}" (seq ${row.seq}): ${refusal.message} It is set aside (status().parked, id "${entry.id}") and the items after it sync; what it wrote stays on this device only. Drop it with tabula.sync.dropParked("${entry.id}").`,
+      ),
+    );
+  };
 
   const currentToken = async (fresh: boolean): Promise<string> => {
     if (token !== null && !fresh) return token;
@@ -202,25 +381,30 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     return token;
   };
 
-  /** POSTs `body`; one retry with a fresh token after a 401. */
+  /** POSTs `body`; one retry with a fresh token after a 401. Every answer's headers are observed first (see {@link observe}). */
   const post = async (path: string, body: unknown): Promise<unknown> => {
+    const json = JSON.stringify(body);
     for (let attempt = 0; ; attempt++) {
+      const authorization = `Bearer ${await currentToken(attempt > 0)}`;
+      const sentAt = host.clock.wallMs();
       const response = await doFetch(`${base}${path}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${await currentToken(attempt > 0)}` },
-        body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json', authorization },
+        body: json,
         signal: closing.signal,
       });
+      const receivedAt = host.clock.wallMs();
       const text = await response.text();
-      let json: unknown;
+      await observe(response.headers, sentAt, receivedAt);
+      let answer: unknown;
       try {
-        json = text === '' ? null : JSON.parse(text);
+        answer = text === '' ? null : JSON.parse(text);
       } catch {
         throw new TabulaError('schema/invalid', `The sync server answered ${path} with something that is not JSON (HTTP ${response.status}).`);
       }
-      if (response.ok) return json;
+      if (response.ok) return answer;
       if (response.status === 401 && attempt === 0 && typeof options.token === 'function') continue;
-      throw new HttpFailure(response.status, json);
+      throw new HttpFailure(response.status, answer);
     }
   };
 
@@ -262,21 +446,27 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   const push = async (): Promise<void> => {
     const id = await clientId;
     await queueBoards();
+    /** Most items the next push takes: halved after a refusal, until the refused item goes alone and is parked. */
+    let batch = DEFAULT_SYNC_LIMITS.maxPushItems;
     for (;;) {
       // A write this tab just committed goes out without a read of the outbox before it (a round trip
       // less between the write and the server); the read that follows the push finds anything else.
       const rows = takeHanded() ?? (await userOutbox(db, userId).limit(DEFAULT_SYNC_LIMITS.maxPushItems).toArray());
       if (rows.length === 0) return;
       const items: PushItem[] = [];
+      const sent: OutboxRow[] = [];
       let bytes = 0;
       for (const raw of rows) {
+        if (items.length === batch) break;
         const row = checkRow('outbox', [raw.userId, raw.seq], raw);
         // Only ever with its own user's token: a row of another user would put their data in this account.
         if (row.userId !== userId) throw new TabulaError('schema/invalid', `Outbox row ${JSON.stringify([raw.userId, raw.seq])} is not of user "${userId}"; nothing was pushed.`);
         const item: PushItem = row.op ? { seq: row.seq, op: row.op } : { seq: row.seq, board: row.board };
-        const size = JSON.stringify(item).length + 16;
+        // The server counts the body in UTF-8 bytes: text in most scripts is 2–3 of them a character.
+        const size = utf8Length(JSON.stringify(item)) + 16;
         if (items.length > 0 && bytes + size > PUSH_BYTES) break;
         items.push(item);
+        sent.push(raw);
         bytes += size;
       }
       let lastSeq: number;
@@ -284,14 +474,25 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       try {
         lastSeq = parseWire(PushResponseSchema, await post(SYNC_PATHS.push, { clientId: id, items }), 'The push response').lastSeq;
       } catch (error) {
+        // An item the server refuses (400, 403, 413) would be refused on every retry and hold up every
+        // item behind it: halve the push until it goes alone, then set it aside.
+        if (error instanceof HttpFailure && REFUSED_STATUS.has(error.status)) {
+          if (items.length > 1) {
+            batch = Math.ceil(items.length / 2);
+          } else {
+            await park(sent[0] as OutboxRow, toError(error));
+            batch = DEFAULT_SYNC_LIMITS.maxPushItems;
+          }
+          continue;
+        }
         // A 409 says what the server has: drop what it acknowledged and go on from there.
         if (!(error instanceof HttpFailure) || error.status !== 409) throw error;
         const parsed = safeParse(ErrorResponseSchema, error.body);
         if (!parsed.success || parsed.data.error.lastSeq === undefined) throw error;
         lastSeq = parsed.data.error.lastSeq;
-        if (lastSeq < (items[0] as PushItem).seq - 1) {
-          throw new TabulaError('sync/gap', `The sync server has this client's items up to ${lastSeq} only, and the outbox starts at ${(items[0] as PushItem).seq}.`);
-        }
+        // Less than it acknowledged (the outbox drops only what it did): the server lost this client's items.
+        const first = (items[0] as PushItem).seq;
+        if (lastSeq < first - 1) throw new ServerReset(null, `it holds this client's items up to seq ${lastSeq} only, and acknowledged up to ${first - 1}`);
       }
       // The server has committed everything up to lastSeq: those rows leave the outbox.
       acked = lastSeq;
@@ -380,6 +581,9 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       }
     }
     if (boards.size > 0 && page.cursor !== null) await db.meta.put({ key: CURSOR_KEY, value: page.cursor });
+    // What this device writes next follows what it has seen, in whichever session (another device's
+    // writes within the clock's precision would otherwise be ordered after this device's later ones).
+    for (const op of ops) host.clock.receive(op.order);
     const bySession = new Map<string, { userId: string; sessionId: string; kinds: Set<OpKind>; conflict?: SaveConflictInfo; dropped?: DroppedWorkInfo }>();
     const entryOf = (userId: string, sessionId: string) => {
       const key = JSON.stringify([userId, sessionId]);
@@ -428,7 +632,16 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   const pull = async (): Promise<void> => {
     for (;;) {
       const cursor = cursorOf(await db.meta.get(CURSOR_KEY));
-      const page = parseWire(PullResponseSchema, await post(SYNC_PATHS.pull, { cursor, limit: DEFAULT_SYNC_LIMITS.maxPullItems }), 'The pull response');
+      let answer: unknown;
+      try {
+        answer = await post(SYNC_PATHS.pull, { cursor, limit: DEFAULT_SYNC_LIMITS.maxPullItems });
+      } catch (error) {
+        // The cursor is past everything the server holds: it lost what this device pulled.
+        const parsed = error instanceof HttpFailure && error.status === 409 ? safeParse(ErrorResponseSchema, error.body) : null;
+        if (parsed?.success && parsed.data.error.head !== undefined) throw new ServerReset(null, `its log of the user ends at ${parsed.data.error.head}, before this device's cursor ${cursor}`);
+        throw error;
+      }
+      const page = parseWire(PullResponseSchema, answer, 'The pull response');
       // A poke may have brought some of these items while the request was out: then the page no longer
       // continues the cursor ('stale'), and the next request starts from where the cursor is now.
       const outcome = await applyInTurn(page, { after: cursor });
@@ -438,6 +651,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
 
   const toError = (error: unknown): TabulaError => {
     if (error instanceof TabulaError) return error;
+    if (error instanceof ServerReset) return new TabulaError('sync/gap', `The sync server keeps losing this device's data (${error.why}); sync stopped for now and retries. Check that one store serves this URL.`);
     if (error instanceof HttpFailure) {
       const parsed = safeParse(ErrorResponseSchema, error.body);
       const message = parsed.success ? parsed.data.error.message : `HTTP ${error.status}`;
@@ -457,10 +671,20 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       // Pending as last counted (every local write recounts it): counting here would delay the push.
       setStatus({ state: 'syncing' });
       try {
-        await push();
-        if (pulling) await pull();
+        for (let resets = 0; ; resets++) {
+          try {
+            await push();
+            // After a reset the cycle pulls whatever it was asked for: the server is read from the start.
+            if (pulling || resets > 0) await pull();
+            break;
+          } catch (error) {
+            if (!(error instanceof ServerReset) || resets === MAX_RESETS_PER_CYCLE) throw error;
+            await reset(error);
+          }
+        }
         failures = 0;
-        setStatus({ state: 'idle', pending: await countPending(), lastSyncedAt: Date.now() });
+        const [pending, parked] = await Promise.all([countPending(), readParked()]);
+        setStatus({ state: 'idle', pending, lastSyncedAt: Date.now(), parked });
       } catch (error) {
         failures += 1;
         const failure = toError(error);
@@ -502,6 +726,11 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
    */
   const onPoke = (data: string) => {
     const poke = pokeOf(data);
+    // One way only: the poke took some time to come, so only an offset off by more than the tolerance moves.
+    if (poke?.time !== undefined) {
+      const now = host.clock.wallMs();
+      correctClock(poke.time, now, now);
+    }
     if (poke?.items === undefined || poke.after === undefined) return nudge();
     const page = { items: poke.items, cursor: poke.cursor };
     const from = { after: poke.after };
@@ -514,11 +743,11 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     );
   };
 
-  /** Keeps `pending` current while no cycle runs (paused, offline, unauthorized). */
+  /** Keeps `pending` (and the parked items) current while no cycle runs (paused, offline, unauthorized). */
   const refreshPending = () => {
-    countPending().then(
-      (pending) => {
-        if (!closed && pending !== status.pending) setStatus({ ...status, pending });
+    Promise.all([countPending(), readParked()]).then(
+      ([pending, parked]) => {
+        if (!closed && (pending !== status.pending || parked.length !== status.parked.length)) setStatus({ ...status, pending, parked });
       },
       () => undefined,
     );
@@ -542,10 +771,14 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     while (!closed) {
       let expired = false;
       try {
+        const authorization = `Bearer ${await currentToken(false)}`;
+        const sentAt = host.clock.wallMs();
         const response = await doFetch(`${base}${SYNC_PATHS.events}`, {
-          headers: { accept: 'text/event-stream', authorization: `Bearer ${await currentToken(false)}` },
+          headers: { accept: 'text/event-stream', authorization },
           signal: closing.signal,
         });
+        // A new epoch is the cycle's to act on: it finds it in its own answers.
+        await observe(response.headers, sentAt, host.clock.wallMs()).catch(() => nudge());
         if (!response.ok || !response.body) {
           await response.body?.cancel();
           // A refused token is the cycle's to renew; the stream waits for it.
@@ -633,9 +866,16 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       if (message.kind === 'nudge') {
         if (leading) localWrite();
       } else if (!leading) {
-        // Another tab leads: show its status here.
-        const { state, pending, lastSyncedAt, error } = message;
-        setStatus({ state, pending, lastSyncedAt, ...(error ? { error: new TabulaError(error.code as TabulaError['code'], error.message) } : {}) });
+        // Another tab leads: show its status here, and order this tab's writes by its clock offset.
+        const { state, pending, lastSyncedAt, error, parked, offsetMs } = message;
+        if (typeof offsetMs === 'number' && Number.isFinite(offsetMs)) host.clock.setOffsetMs(offsetMs);
+        setStatus({
+          state,
+          pending,
+          lastSyncedAt,
+          parked: Array.isArray(parked) ? parkedItems(parked) : status.parked,
+          ...(error ? { error: new TabulaError(error.code as TabulaError['code'], error.message) } : {}),
+        });
       }
     };
   }
@@ -663,6 +903,22 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       paused = false;
       if (status.state === 'unauthorized') setStatus({ state: 'idle' });
       nudge();
+    },
+    async dropParked(id) {
+      if (typeof id !== 'string') throw new TabulaError('argument/invalid', `tabula.sync.dropParked(id) takes the id of an item of status().parked, got ${typeof id}.`);
+      const dropped = await db.transaction('rw', db.meta, async () => {
+        const list = parkedList((await db.meta.get(PARKED_KEY))?.value);
+        const kept = list.filter((entry) => entry.id !== id);
+        if (kept.length === list.length) return false;
+        await db.meta.put({ key: PARKED_KEY, value: kept as unknown as JsonValue });
+        return true;
+      });
+      if (dropped) {
+        setStatus({ ...status, parked: await readParked() });
+        // The leader (maybe another tab) shows the list it reads at its next cycle's end.
+        if (!leading) tabs?.postMessage(SYNC_NUDGE satisfies TabMessage);
+      }
+      return dropped;
     },
     nudge(queued) {
       if (leading) {

@@ -11,15 +11,17 @@
  * ```
  * POST /v1/push  {clientId, items: [{seq, op} | {seq, board: {sessionId, update, after?}}]} → {lastSeq}
  * POST /v1/pull  {cursor, limit?} → {items: [{clientId, op} | {clientId, board}], cursor, more}
- * GET  /v1/events  text/event-stream of `poke` events ({cursor, after?, items?}) and `:` heartbeat comments,
- *                  ended by an `expired` event ({reason}) when the token stops being accepted
+ * GET  /v1/events  text/event-stream of `poke` events ({cursor, after?, items?, time?}) and `:` heartbeat
+ *                  comments, ended by an `expired` event ({reason}) when the token stops being accepted
  * GET  /v1/health  {ok: true, protocol}
- * errors         {error: {code, message, lastSeq?}}
+ * errors         {error: {code, message, lastSeq?, head?}}
+ * every answer   X-Tabula-Time: <the server's clock, ms>, X-Tabula-Epoch: <the store's id>
  * ```
  */
 import * as z from 'zod/mini';
 import { DEFAULT_BOARD_UPDATE_LIMITS } from '../core/board-update/index.js';
 import { TabulaError, describeIssues } from '../core/errors.js';
+import { DEFAULT_MAX_DRIFT_MS, hlcOf, parseHlc } from '../core/hlc.js';
 import { LifeAfterSchema, OpSchema, type Op } from '../core/ops.js';
 import { ID_MAX_LENGTH, nameSchema } from '../core/names.js';
 import { safeParse } from '../core/validation.js';
@@ -34,6 +36,34 @@ export const SYNC_PATHS = {
   events: '/v1/events',
   health: '/v1/health',
 } as const;
+
+/**
+ * The headers every server answer carries, errors and event streams included. A client corrects its
+ * clock with the first and notices a server that lost its data by the second.
+ */
+export const SYNC_HEADERS = {
+  /** The server's clock when it answered, in ms since the epoch (decimal). */
+  time: 'X-Tabula-Time',
+  /**
+   * The server's store's id: random when the store was created, kept with its data. A new one means
+   * the data behind this URL is not what it was (restored from an empty volume, a new deployment).
+   */
+  epoch: 'X-Tabula-Epoch',
+} as const;
+
+/** The shape of an epoch: 1–64 characters of `A–Z a–z 0–9 _ -`. */
+export const EPOCH = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * Bytes a push body holds besides its one item's op: `{"clientId":…,"items":[{"seq":…,"op":…}]}` is
+ * under 120 bytes; the rest is room (a proxy's headers count elsewhere).
+ */
+export const PUSH_ENVELOPE_BYTES = 4096;
+
+/** The largest op (its JSON, in UTF-8 bytes) a server with `limits` takes: one op alone in a push, under `maxBodyBytes`. */
+export function maxOpBytes(limits: Pick<SyncLimits, 'maxBodyBytes'>): number {
+  return limits.maxBodyBytes - PUSH_ENVELOPE_BYTES;
+}
 
 /** Limits a server enforces; a client keeps its pushes under them. */
 export interface SyncLimits {
@@ -75,6 +105,15 @@ export interface SyncLimits {
    * one); more get 429 `sync/rate-limited` until one closes. @default 8
    */
   readonly maxStreamsPerUser: number;
+  /**
+   * How far ahead of the server's clock an op's wall time (the first 15 digits of its `order`) may
+   * be, in ms; an op further ahead gets 400 `schema/invalid` naming `items[i].op.order`. A device
+   * whose clock runs ahead would otherwise win every last-writer-wins write, and clear or restore
+   * away what other devices write after it, for as long as it runs ahead. Clients correct their
+   * clocks against the server's (`X-Tabula-Time`) and do not follow keys past the same bound.
+   * @default 300000 (5 minutes)
+   */
+  readonly maxDriftMs: number;
 }
 
 /** The limits a server uses unless told otherwise. */
@@ -88,7 +127,19 @@ export const DEFAULT_SYNC_LIMITS: SyncLimits = Object.freeze({
   bodyTimeoutMs: 60_000,
   maxStreamQueueBytes: 256 * 1024,
   maxStreamsPerUser: 8,
+  maxDriftMs: DEFAULT_MAX_DRIFT_MS,
 });
+
+/**
+ * The path of the first order key of `op` whose wall time is more than `maxDriftMs` past `nowMs`
+ * (`order`, or `body.order` of a message update, which stores the message at it), or null.
+ */
+export function findDriftedOrder(op: Op, nowMs: number, maxDriftMs: number): 'order' | 'body.order' | null {
+  const past = (order: string): boolean => parseHlc(hlcOf(order)).wallMs - nowMs > maxDriftMs;
+  if (past(op.order)) return 'order';
+  if (op.kind === 'message.update' && op.body.order !== undefined && past(op.body.order)) return 'body.order';
+  return null;
+}
 
 /** A client's sequence number of a pushed item: 1, 2, 3… per (user, clientId). */
 export const SeqSchema = z.number().check(z.int(), z.positive(), z.maximum(Number.MAX_SAFE_INTEGER));
@@ -202,10 +253,17 @@ export interface PokeEvent {
   readonly cursor: string;
   readonly after?: string | null;
   readonly items?: readonly PullItem[];
+  /** The server's clock when it sent the poke, in ms since the epoch (as `X-Tabula-Time`). */
+  readonly time?: number;
 }
 /** The zod schema of a {@link PokeEvent}; its items are checked as a pull's are. */
 export const PokeEventSchema = z
-  .strictObject({ cursor: CursorSchema, after: z.optional(z.nullable(CursorSchema)), items: z.optional(z.array(PullItemSchema).check(z.minLength(1))) })
+  .strictObject({
+    cursor: CursorSchema,
+    after: z.optional(z.nullable(CursorSchema)),
+    items: z.optional(z.array(PullItemSchema).check(z.minLength(1))),
+    time: z.optional(z.number().check(z.int(), z.nonnegative())),
+  })
   .check(z.refine((poke) => (poke.after === undefined) === (poke.items === undefined), 'a poke holds `after` and `items` together or neither')) as unknown as z.ZodMiniType<PokeEvent>;
 
 /**
@@ -232,9 +290,13 @@ export type SyncErrorCode =
   | 'schema/invalid'
   | 'storage/failed';
 
-/** Every error response: `{error: {code, message}}`; a `sync/gap` also says the server's `lastSeq`. */
+/**
+ * Every error response: `{error: {code, message}}`. A `sync/gap` of a push also says the server's
+ * `lastSeq` for the client; one of a pull (its cursor is past everything the server holds: the
+ * server lost data) says the server's `head`.
+ */
 export interface ErrorResponse {
-  readonly error: { readonly code: SyncErrorCode; readonly message: string; readonly lastSeq?: number };
+  readonly error: { readonly code: SyncErrorCode; readonly message: string; readonly lastSeq?: number; readonly head?: number };
 }
 /** The zod schema of an {@link ErrorResponse}. */
 export const ErrorResponseSchema: z.ZodMiniType<ErrorResponse> = z.object({
@@ -242,6 +304,7 @@ export const ErrorResponseSchema: z.ZodMiniType<ErrorResponse> = z.object({
     code: z.enum(['sync/unauthorized', 'sync/forbidden', 'sync/gap', 'sync/too-large', 'sync/not-found', 'sync/rate-limited', 'sync/timeout', 'schema/invalid', 'storage/failed']),
     message: z.string(),
     lastSeq: z.optional(z.number().check(z.int(), z.nonnegative())),
+    head: z.optional(z.number().check(z.int(), z.nonnegative())),
   }),
 });
 

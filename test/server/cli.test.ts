@@ -95,14 +95,14 @@ describe('two server processes on one PostgreSQL', () => {
       const alice = uniqueUser('alice');
       const token = await tokenFor(alice);
       const events = sseReader(await fetch(`${two.url}/v1/events`, { headers: { authorization: `Bearer ${token}` } }));
-      expect(await events.next()).toEqual({ event: 'poke', data: '{"cursor":"0"}' });
+      expect(await events.next()).toMatchObject({ event: 'poke', data: expect.stringMatching(/^\{"cursor":"0","time":\d+\}$/) as unknown });
       const items = [1, 2, 3].map((seq) => ({ seq, op: noteOp(alice, 's', seq) }));
       expect((await post(`${one.url}/v1/push`, { clientId: 'laptop', items }, token)).json).toEqual({ lastSeq: 3 });
       const poke = await events.next();
       const pulled = PullResponseSchema.parse((await post(`${two.url}/v1/pull`, { cursor: null }, token)).json);
       // The items crossed instances in the NOTIFY payload, as instance 2 would serve them.
       expect(poke.event).toBe('poke');
-      expect(PokeEventSchema.parse(JSON.parse(poke.data))).toEqual({ cursor: '3', after: null, items: pulled.items });
+      expect(PokeEventSchema.parse(JSON.parse(poke.data))).toEqual({ cursor: '3', after: null, items: pulled.items, time: expect.any(Number) as unknown });
       expect(pulled.items.map((item) => ('op' in item ? item.op.id : ''))).toEqual(items.map((item) => item.op.id));
       expect(pulled.items.every((item) => item.clientId === 'laptop')).toBe(true);
       await events.close();

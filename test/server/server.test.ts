@@ -437,7 +437,7 @@ describe('events', () => {
     const [ta, tb] = [await tokenFor(alice), await tokenFor(bob)];
     await call(server, '/v1/push', { clientId: 'c', items: notes(alice, 1, 2) }, ta);
     const stream = await events(server, ta);
-    expect(await stream.next()).toEqual({ event: 'poke', data: '{"cursor":"2"}' });
+    expect(await stream.next()).toMatchObject({ event: 'poke', data: expect.stringMatching(/^\{"cursor":"2","time":\d+\}$/) as unknown });
     await call(server, '/v1/push', { clientId: 'c', items: notes(bob, 1, 5) }, tb);
     const third = notes(alice, 3, 3);
     await call(server, '/v1/push', { clientId: 'c', items: third }, ta);
@@ -446,7 +446,7 @@ describe('events', () => {
     expect(poke.event).toBe('poke');
     // A small push travels in its poke: what a pull from the old head returns, and nothing of bob's.
     const pulled = PullResponseSchema.parse((await call(server, '/v1/pull', { cursor: '2' }, ta)).json);
-    expect(PokeEventSchema.parse(JSON.parse(poke.data))).toEqual({ cursor: '3', after: '2', items: pulled.items });
+    expect(PokeEventSchema.parse(JSON.parse(poke.data))).toEqual({ cursor: '3', after: '2', items: pulled.items, time: expect.any(Number) as unknown });
     expect(pulled.items).toEqual([{ clientId: 'c', op: third[0]!.op }]);
     await stream.close();
   });
@@ -456,12 +456,12 @@ describe('events', () => {
     const alice = uniqueUser('alice');
     const ta = await tokenFor(alice);
     const stream = await events(server, ta);
-    expect(await stream.next()).toEqual({ event: 'poke', data: '{"cursor":"0"}' });
+    expect(await stream.next()).toMatchObject({ event: 'poke', data: expect.stringMatching(/^\{"cursor":"0","time":\d+\}$/) as unknown });
     const first = notes(alice, 1, 2);
     await call(server, '/v1/push', { clientId: 'c', items: first }, ta);
-    expect(PokeEventSchema.parse(JSON.parse((await stream.next()).data))).toEqual({ cursor: '2', after: null, items: first.map(({ op }) => ({ clientId: 'c', op })) });
+    expect(PokeEventSchema.parse(JSON.parse((await stream.next()).data))).toEqual({ cursor: '2', after: null, items: first.map(({ op }) => ({ clientId: 'c', op })), time: expect.any(Number) as unknown });
     await call(server, '/v1/push', { clientId: 'c', items: notes(alice, 3, 102) }, ta);
-    expect(await stream.next()).toEqual({ event: 'poke', data: '{"cursor":"102"}' });
+    expect(await stream.next()).toMatchObject({ event: 'poke', data: expect.stringMatching(/^\{"cursor":"102","time":\d+\}$/) as unknown });
     await stream.close();
   });
 

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { makeOp, type Op } from '../../src/core/index.js';
 import type { ServerStore, StorePokeItems, StorePushItem, StoreOptions } from '../../src/server/index.js';
 import { POKE_ITEMS_MAX_BYTES, POKE_MAX_ITEMS } from '../../src/server/store.js';
+import { EPOCH } from '../../src/sync/protocol.js';
 import { boardOf, boardWriter, decodePulled, noteOp, orderKey, uniqueUser, type DecodedItem } from './helpers.js';
 
 /** A pull's byte budget that never binds. */
@@ -533,6 +534,24 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
       expect(await again.lastSeq(alice, 'c')).toBe(3);
       expect(await again.push(alice, 'c', ops(alice, 3, 4))).toMatchObject({ status: 'applied', lastSeq: 4, appended: 1, head: 4 });
       await again.close();
+    });
+
+    it('keeps its epoch through a reopen, with its data (guarantee 10)', async () => {
+      const { store, reopen } = await setup.create();
+      const epoch = await store.epoch();
+      expect(epoch).toMatch(EPOCH);
+      expect(await store.epoch()).toBe(epoch);
+      const alice = uniqueUser('alice');
+      await store.push(alice, 'c', ops(alice, 1, 1));
+      const again = await reopen();
+      expect(await again.epoch()).toBe(epoch);
+      if (setup.peer) {
+        const peer = await setup.peer();
+        expect(await peer.epoch()).toBe(epoch);
+        await peer.close();
+      }
+      await again.close();
+      await expect(again.epoch()).rejects.toMatchObject({ code: 'storage/closed' });
     });
 
     it('refuses work after close with storage/closed', async () => {

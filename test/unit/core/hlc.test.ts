@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { fcParams } from '../seed.js';
 import { describe, expect, it } from 'vitest';
-import { compareHlc, createHlc, formatHlc, isTabulaError, parseHlc } from '../../../src/core/index.js';
+import { ORDER_KEY, compareHlc, createHlc, formatHlc, isTabulaError, parseHlc } from '../../../src/core/index.js';
+import { MAX_WALL_MS, keyAfter } from '../../../src/core/hlc.js';
 
 describe('hybrid logical clock', () => {
   it('formats fixed-width keys that round-trip', () => {
@@ -115,5 +116,56 @@ describe('HLC counters', () => {
     expect(parseHlc(clock.receive(formatHlc({ wallMs: 1_500, counter: 0, clientId: 'b' })))).toMatchObject({ wallMs: 1_500, counter: 1 });
     // The same wall time on both sides: the higher counter counts on.
     expect(parseHlc(clock.receive(formatHlc({ wallMs: 1_500, counter: 7, clientId: 'b' })))).toMatchObject({ wallMs: 1_500, counter: 8 });
+  });
+});
+
+describe('HLC bounds (issue 26, items 8 and 9)', () => {
+  const MAX = '999999999999999.ffffff.zzzz';
+
+  it('does not follow a remote key further ahead than maxDriftMs, and follows one within it', () => {
+    let wall = 1_000_000;
+    const clock = createHlc({ clientId: 'a', wallClock: () => wall, maxDriftMs: 5000 });
+    const far = formatHlc({ wallMs: wall + 5001, counter: 3, clientId: 'b' });
+    const received = clock.receive(far);
+    expect(parseHlc(received)).toEqual({ wallMs: 1_000_000, counter: 0, clientId: 'a' });
+    // Nothing of it stays: the next local key is at the wall clock too.
+    expect(parseHlc(clock.now()).wallMs).toBe(1_000_000);
+    const near = formatHlc({ wallMs: wall + 5000, counter: 3, clientId: 'b' });
+    expect(compareHlc(near, clock.receive(near))).toBe(-1);
+    wall += 10;
+    expect(parseHlc(clock.now())).toMatchObject({ wallMs: 1_005_000, counter: 5 });
+  });
+
+  it('never makes a key past 15 digits of wall time: the greatest key received, a wall clock past it, the counter’s end there', () => {
+    const unbounded = createHlc({ clientId: 'a', wallClock: () => 7 });
+    const after = unbounded.receive(MAX);
+    expect(after).toMatch(ORDER_KEY);
+    expect(parseHlc(after).wallMs).toBe(MAX_WALL_MS);
+    expect(unbounded.now()).toMatch(ORDER_KEY);
+    const future = createHlc({ clientId: 'a', wallClock: () => 1e16 });
+    expect(parseHlc(future.now()).wallMs).toBe(MAX_WALL_MS);
+    // Bounded, the greatest key is not followed at all.
+    const bounded = createHlc({ clientId: 'a', wallClock: () => 1_700_000_000_000, maxDriftMs: 60_000 });
+    expect(parseHlc(bounded.receive(MAX)).wallMs).toBe(1_700_000_000_000);
+  });
+
+  it('starts again from the wall clock once it went back more than maxDriftMs (a clock corrected after running ahead)', () => {
+    let wall = 2_000_000_000_000;
+    const clock = createHlc({ clientId: 'a', wallClock: () => wall, maxDriftMs: 5000 });
+    clock.now();
+    wall -= 4000;
+    expect(parseHlc(clock.now()).wallMs).toBe(2_000_000_000_000);
+    wall -= 2000;
+    expect(parseHlc(clock.now())).toEqual({ wallMs: 1_999_999_994_000, counter: 0, clientId: 'a' });
+  });
+
+  it('keyAfter: the smallest key of a client after any key, a suffixed one included, up to the greatest', () => {
+    expect(keyAfter('001700000000000.000002.zz#00000003', 'a')).toBe('001700000000000.000003.a');
+    expect(keyAfter('001700000000000.ffffff.zz', 'a')).toBe('001700000000001.000000.a');
+    expect(keyAfter(MAX, 'a')).toBe('999999999999999.ffffff.a');
+  });
+
+  it('refuses a maxDriftMs that is not a number of ms', () => {
+    for (const maxDriftMs of [-1, Number.NaN]) expect(() => createHlc({ clientId: 'a', maxDriftMs })).toThrow(/maxDriftMs/);
   });
 });

@@ -158,12 +158,13 @@ describe('a delete names the work of the life it ends that its deleter had not s
 /** A sync adapter that never syncs: with it, every local op is queued in the outbox, to be read back. */
 const holdingSync: SyncAdapter = {
   start: () => ({
-    status: () => ({ state: 'idle', pending: 0, lastSyncedAt: null }),
+    status: () => ({ state: 'idle', pending: 0, lastSyncedAt: null, parked: [] }),
     subscribe: () => () => undefined,
     flush: async () => undefined,
     pause: () => undefined,
     resume: () => undefined,
     nudge: () => undefined,
+    dropParked: async () => false,
     close: async () => undefined,
   }),
 };

@@ -85,11 +85,12 @@ describe('seedOutbox', () => {
       expect(chatOps.filter((op) => op.kind === 'message.append').map((op) => [op.order, (op.body as { id: string }).id])).toEqual(
         messages.filter((m) => m.status !== 'streaming').map((m) => [m.order, m.id]),
       );
-      // Journal entries and notes keep their row ids: queued twice, they apply once.
+      // Journal entries go back in the ops that made them (row `${op.id}:${index}` at subOrder(op.order, index)), and notes keep
+      // their row ids: queued twice, or pulled by a replica that has them already, they apply once.
       const journal = await db.journal.orderBy('[userId+sessionId+order]').toArray();
-      expect(chatOps.filter((op) => op.kind === 'journal.append').map((op) => [op.id, op.order, op.body])).toEqual(journal.map((entry) => [entry.id, entry.order, { entries: [entry.entry] }]));
+      expect(chatOps.filter((op) => op.kind === 'journal.append').map((op) => [`${op.id}:0`, `${op.order}#00000000`, op.body])).toEqual(journal.map((entry) => [entry.id, entry.order, { entries: [entry.entry] }]));
       const commit = chatOps.find((op) => op.kind === 'journal.commit');
-      expect(commit).toMatchObject({ order: row?.journalThrough ?? journal[0]?.order, body: { watermark: 1 } });
+      expect(commit).toMatchObject({ body: { watermark: 1, through: row?.journalThrough ?? journal[0]?.order } });
       const [note] = await db.notes.toArray();
       expect(chatOps.find((op) => op.kind === 'note.add')).toMatchObject({ id: note?.id, order: note?.order, body: { text: 'noted', runId: null, scope: null, at: note?.at } });
       expect(chatOps.filter((op) => op.kind.startsWith('memory.')).map((op) => op.body)).toEqual([
@@ -171,7 +172,7 @@ describe('seedOutbox', () => {
       const journal = await db.journal.orderBy('[userId+sessionId+order]').toArray();
       expect(journal).toHaveLength(3);
       const commit = ops.find((op) => op.kind === 'journal.commit');
-      expect(commit).toMatchObject({ order: journal[1]?.order, body: { watermark: 2, through: `${journal[1]?.order}#00000000` } });
+      expect(commit).toMatchObject({ order: journal[1]?.order.replace(/#\d{8}$/, ''), body: { watermark: 2, through: journal[1]?.order } });
     } finally {
       db.close();
     }

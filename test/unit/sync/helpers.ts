@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll } from 'vitest';
 import { ApproxTokenCounter, type SessionChange, type Tabula } from '../../../src/index.js';
-import { createSyncServer, sqliteStore, type ServerStore, type StoreOptions, type SyncServer } from '../../../src/server/index.js';
+import { createSyncServer, sqliteStore, type ServerStore, type StoreOptions, type SyncServer, type SyncServerOptions } from '../../../src/server/index.js';
 import { httpSync, type SyncStatus } from '../../../src/sync/index.js';
 import { SECRET, tokenFor } from '../../server/helpers.js';
 import { freshTabula, uniqueName } from '../store/helpers.js';
@@ -22,13 +22,61 @@ afterAll(async () => {
 
 /** A sync server on its own SQLite file (with the store's `options`), closed after the test file. */
 export function startServer(options: StoreOptions = {}): SyncServer {
+  return startServerWithStore(options).server;
+}
+
+/** A path for a new SQLite file of a store, removed after the test file. */
+export function storePath(): string {
   // Again here: under `isolate: false` (the mutation runs) this module is shared by the test files, and the
   // first file's afterAll has removed the directory.
   mkdirSync(dir, { recursive: true });
-  const store = sqliteStore(path.join(dir, `server-${++serverCount}.db`), options);
-  const server = createSyncServer({ store, auth: { secret: SECRET } });
+  return path.join(dir, `server-${++serverCount}.db`);
+}
+
+/**
+ * A sync server and its store (to put data in past the server's checks, as an older server version
+ * stored it) on the SQLite file `file` (a new one by default), with the server's `limits`.
+ */
+export function startServerWithStore(options: StoreOptions = {}, limits: SyncServerOptions['limits'] = {}, file = storePath()): { server: SyncServer; store: ServerStore; file: string } {
+  const store = sqliteStore(file, options);
+  const server = createSyncServer({ store, auth: { secret: SECRET }, limits });
   servers.push({ store, server });
-  return server;
+  return { server, store, file };
+}
+
+/**
+ * One URL whose server can be replaced while devices use it: `wipe()` ends the current server's event
+ * streams and puts a server on a new, empty store behind the same fetch (its data lost: a restore from
+ * an empty volume, a new deployment); `restore(file)` puts one on an existing file (an older copy).
+ */
+export function replaceableServer(): { fetch: typeof fetch; current(): SyncServer; store(): ServerStore; file(): string; wipe(): Promise<void>; restore(file: string): Promise<void> } {
+  let current = startServerWithStore();
+  const swap = async (file?: string) => {
+    await current.server.close();
+    current = startServerWithStore({}, {}, file);
+  };
+  return {
+    fetch: (input, init) => current.server.fetch(new Request(input instanceof Request ? input : String(input), init)),
+    current: () => current.server,
+    store: () => current.store,
+    file: () => current.file,
+    wipe: () => swap(),
+    restore: (file) => swap(file),
+  };
+}
+
+/**
+ * Runs `open` (which opens a device) with `Date.now` running `skewMs` ahead of the real clock (behind when
+ * negative): a Tabula takes its clock as it opens, so the device keeps the skew after. Make its token first.
+ */
+export async function openSkewed<T>(skewMs: number, open: () => Promise<T>): Promise<T> {
+  const real = Date.now;
+  Date.now = () => real() + skewMs;
+  try {
+    return await open();
+  } finally {
+    Date.now = real;
+  }
 }
 
 /** A fetch that reaches `server` without a port. */
@@ -85,4 +133,18 @@ export function statusWhere(tabula: Tabula, matches: (status: SyncStatus) => boo
       resolve(status);
     });
   });
+}
+
+/**
+ * A device of `userId` syncing through `fetchImpl` whose clock runs `skewMs` off the real one (see
+ * {@link openSkewed}); `name` reopens a profile. Paused, as {@link pausedDevice}: it syncs only when the
+ * test calls `flush()`.
+ */
+export async function skewedDevice(fetchImpl: typeof fetch, userId: string, skewMs: number, name = uniqueName('device')) {
+  const token = await tokenFor(userId);
+  const tabula = await openSkewed(skewMs, () =>
+    freshTabula({ name, userId, tokenCounter: new ApproxTokenCounter(), sync: httpSync({ url: 'http://sync.test', token, fetch: fetchImpl, pollIntervalMs: 3_600_000 }) }),
+  );
+  tabula.sync?.pause();
+  return Object.assign(tabula, { name });
 }
