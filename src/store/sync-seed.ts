@@ -136,7 +136,9 @@ export async function sessionOps(db: TabulaDb, row: SessionRow): Promise<Op[]> {
   const groups = new Map<string, { order: string; entries: { index: number; entry: (typeof journal)[number]['entry'] }[] }>();
   for (const entry of journal) {
     const made = journalOpOf(entry);
-    if (!made) {
+    // Rows an import placed right after the delete its life began after (`subOrder(after, i)`) came from
+    // no op of their own at that order: an op at the delete's own order would not be of this life.
+    if (!made || (row.after !== undefined && made.order <= row.after)) {
       op('journal.append', entry.order, { entries: [entry.entry] }, entry.id);
       continue;
     }
@@ -151,7 +153,10 @@ export async function sessionOps(db: TabulaDb, row: SessionRow): Promise<Op[]> {
     else for (const entry of group.entries) op('journal.append', subOrder(group.order, entry.index), { entries: [entry.entry] }, `${id}:${entry.index}`);
   }
   const through = row.journalThrough ?? journal[row.journalWatermark - 1]?.order;
-  if (row.journalWatermark > 0 && through !== undefined) op('journal.commit', hlcOf(through), { watermark: row.journalWatermark, through });
+  if (row.journalWatermark > 0 && through !== undefined) {
+    const commitOrder = row.after !== undefined && hlcOf(through) <= row.after ? through : hlcOf(through);
+    op('journal.commit', commitOrder, { watermark: row.journalWatermark, through });
+  }
   // A note's row id is the id of the op that added it: the same note queued twice is added once.
   for (const note of notes) op('note.add', note.order, { text: note.text, runId: note.runId, scope: note.scope, at: note.at }, note.id);
   for (const m of memory) {
