@@ -230,9 +230,13 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
       expect(heads).toEqual([...heads].sort((a, b) => a - b));
       expect(new Set(heads).size).toBe(heads.length);
       pokes.forEach((poke, i) => {
-        if (poke.appended) expect(poke.appended.after).toBe(i === 0 ? 0 : pokes[i - 1]!.head);
+        const before = i === 0 ? 0 : pokes[i - 1]!.head;
+        // The poke of one push carries its item; one announcing several pushes at once (a loaded machine
+        // lets them pile up) may be too large to carry them, but what it carries continues the last poke.
+        if (poke.head - before === 1) expect(poke.appended, `the poke of push ${poke.head}`).toBeDefined();
+        if (poke.appended) expect(poke.appended.items.map((item) => item.position)).toEqual(Array.from({ length: poke.head - before }, (_, k) => before + k + 1));
+        if (poke.appended) expect(poke.appended.after).toBe(before);
       });
-      expect(pokes.flatMap((poke) => poke.appended?.items.map((item) => item.position) ?? [])).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
       off();
       await store.close();
     });
