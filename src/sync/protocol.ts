@@ -20,7 +20,7 @@
  */
 import * as z from 'zod/mini';
 import { DEFAULT_BOARD_UPDATE_LIMITS } from '../core/board-update/index.js';
-import { TabulaError, describeIssues } from '../core/errors.js';
+import { TabulaError, describeIssues, type ErrorCode } from '../core/errors.js';
 import { DEFAULT_MAX_DRIFT_MS, hlcOf, parseHlc } from '../core/hlc.js';
 import { LifeAfterSchema, OpSchema, type Op } from '../core/ops.js';
 import { ID_MAX_LENGTH, nameSchema } from '../core/names.js';
@@ -279,16 +279,19 @@ export interface ExpiredEvent {
  * The codes a sync server answers with. `sync/rate-limited` (429, too many event streams) and
  * `sync/timeout` (408, a body too slow to arrive) mean: nothing was done, retry later.
  */
-export type SyncErrorCode =
-  | 'sync/unauthorized'
-  | 'sync/forbidden'
-  | 'sync/gap'
-  | 'sync/too-large'
-  | 'sync/not-found'
-  | 'sync/rate-limited'
-  | 'sync/timeout'
-  | 'schema/invalid'
-  | 'storage/failed';
+export const SYNC_ERROR_CODES = [
+  'sync/unauthorized',
+  'sync/forbidden',
+  'sync/gap',
+  'sync/too-large',
+  'sync/not-found',
+  'sync/rate-limited',
+  'sync/timeout',
+  'schema/invalid',
+  'storage/failed',
+] as const satisfies readonly ErrorCode[];
+/** One of {@link SYNC_ERROR_CODES}. */
+export type SyncErrorCode = (typeof SYNC_ERROR_CODES)[number];
 
 /**
  * Every error response: `{error: {code, message}}`. A `sync/gap` of a push also says the server's
@@ -301,7 +304,7 @@ export interface ErrorResponse {
 /** The zod schema of an {@link ErrorResponse}. */
 export const ErrorResponseSchema: z.ZodMiniType<ErrorResponse> = z.object({
   error: z.object({
-    code: z.enum(['sync/unauthorized', 'sync/forbidden', 'sync/gap', 'sync/too-large', 'sync/not-found', 'sync/rate-limited', 'sync/timeout', 'schema/invalid', 'storage/failed']),
+    code: z.enum(SYNC_ERROR_CODES),
     message: z.string(),
     lastSeq: z.optional(z.number().check(z.int(), z.nonnegative())),
     head: z.optional(z.number().check(z.int(), z.nonnegative())),
