@@ -572,11 +572,14 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
         // (IndexedDB runs a transaction's requests in order, so the read sees the old cursor): two round
         // trips less before the change shows. Items that do not continue the cursor abort the whole
         // transaction, applyOps and the move with it.
-        const stored = from ? db.meta.get(CURSOR_KEY) : undefined;
+        // The client id too: another tab that started the user's state over (a server reset) took the cursor
+        // away, and a page of the old server must not put one back.
+        const stored = from ? db.meta.bulkGet([CURSOR_KEY, CLIENT_KEY]) : undefined;
         const moved = boards.size === 0 && page.cursor !== null ? db.meta.put({ key: CURSOR_KEY, value: page.cursor }) : undefined;
-        const [row, done] = await Promise.all([stored, applyOps(db, ops, { conflicts, settled, ...(known ? { known: host.knownRows } : {}) }), moved]);
+        const [rows, done] = await Promise.all([stored, applyOps(db, ops, { conflicts, settled, ...(known ? { known: host.knownRows } : {}) }), moved]);
         if (from) {
-          const cursor = cursorOf(row);
+          const cursor = cursorOf(rows?.[0]);
+          if (rows?.[1]?.value !== id) throw new NotTaken('stale');
           if (cursor === page.cursor) throw new NotTaken('current');
           if (cursor !== from.after) throw new NotTaken('stale');
         }
@@ -606,7 +609,14 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
         await board.release();
       }
     }
-    if (boards.size > 0 && page.cursor !== null) await db.meta.put({ key: CURSOR_KEY, value: page.cursor });
+    if (boards.size > 0 && page.cursor !== null) {
+      const next = page.cursor;
+      // Moved only if nothing started the user's state over meanwhile (a reset in another tab): see the ops' transaction.
+      await db.transaction('rw', db.meta, async () => {
+        const [cursor, client] = await db.meta.bulkGet([CURSOR_KEY, CLIENT_KEY]);
+        if (client?.value === id && (!from || cursorOf(cursor) === from.after)) await db.meta.put({ key: CURSOR_KEY, value: next });
+      });
+    }
     // What this device writes next follows what it has seen, in whichever session (another device's
     // writes within the clock's precision would otherwise be ordered after this device's later ones).
     for (const op of ops) host.clock.receive(op.order);
