@@ -1,8 +1,9 @@
 /**
  * A hybrid logical clock: order keys that follow the wall clock when clocks
  * agree and still respect causality when they do not. A key made after
- * seeing another key (same tab, another tab, another device) always sorts
- * after it, whatever the local clock says.
+ * seeing another key (same tab, another tab, another device) sorts after
+ * it, whatever the local clock says, unless that key is further ahead than
+ * the clock's bound (below).
  *
  * Keys are fixed-width strings, `WWWWWWWWWWWWWWW.CCCCCC.clientId` (wall
  * milliseconds in 15 decimal digits, a counter in 6 hex digits, the client
@@ -13,9 +14,12 @@
  * does not follow a remote key whose wall time is further than that ahead
  * of its own (a device whose clock ran a year ahead would otherwise pull
  * every clock it syncs with a year ahead), and no key ever holds a wall time
- * past {@link MAX_WALL_MS} (16 digits would not be an order key). The clock
- * does not correct its wall clock itself: the store gives it one that sync
- * has corrected against the server (`Date.now() + offset`).
+ * past {@link MAX_WALL_MS} (16 digits would not be an order key). A clock
+ * whose own keys are further than `maxDriftMs` ahead of its wall clock (the
+ * wall clock was set back, or corrected after running ahead) starts again
+ * from the wall clock. The clock does not correct its wall clock itself: the
+ * store gives it one that sync has corrected against the server
+ * (`Date.now() + offset`).
  */
 import { TabulaError } from './errors.js';
 

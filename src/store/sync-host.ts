@@ -94,6 +94,8 @@ export interface ParkedItem {
   /** The op's kind, or `'board'` for a blackboard update. */
   readonly kind: OpKind | 'board';
   readonly sessionId: string;
+  /** The id of the message a message op writes (`StoredMessage.id`), to show which one stayed on this device. */
+  readonly messageId?: string;
   /** The server's refusal. */
   readonly reason: TabulaError;
 }
@@ -164,6 +166,8 @@ export const syncNames = {
   epoch: (userId: string) => `sync:epoch:${JSON.stringify([userId])}`,
   /** The meta key of the user's clock correction, in ms (see {@link SyncClock}). */
   clockOffset: (userId: string) => `sync:clockOffset:${JSON.stringify([userId])}`,
+  /** The meta key of the last clock correction measured on this profile, by any user: a user's first open here starts from it. */
+  profileClockOffset: 'sync:clockOffset',
   /** The meta key of the user's parked items (see {@link ParkedItem}), with their outbox rows. */
   parked: (userId: string) => `sync:parked:${JSON.stringify([userId])}`,
   /** The Web Lock of the user's sync leader on profile `name`. */

@@ -190,8 +190,10 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   try {
     await opening;
     // Before any write: a device that measured its clock against the server orders writes made offline by it too.
-    const offset = (await db.meta.get(syncNames.clockOffset(defaultUserId)))?.value;
-    if (typeof offset === 'number' && Number.isFinite(offset)) clockOffsetMs = offset;
+    // The user's own, or what another user measured here (the device's clock is the same; the server usually too).
+    const offsets = (await db.meta.bulkGet([syncNames.clockOffset(defaultUserId), syncNames.profileClockOffset])).map((row) => row?.value);
+    const offset = offsets.find((value): value is number => typeof value === 'number' && Number.isFinite(value));
+    if (offset !== undefined) clockOffsetMs = offset;
   } catch (error) {
     await tearDown();
     throw mapStorageError(error, `open the IndexedDB database "${name}"`);

@@ -6,7 +6,8 @@
  *
  * A write that is queued for sync makes only ops the sync server takes: each
  * at most {@link MAX_OP_BYTES} of JSON (a larger one fails the write with
- * `sync/too-large`, naming the field), and each ordered by the store's
+ * `sync/too-large`, naming the field; the update that ends a stream is
+ * written anyway and parked by sync), and each ordered by the store's
  * corrected clock, which never jumps to a key far ahead (see hlc.ts). A
  * session's later write is ordered after its earlier ones when the clock
  * allows; one whose last op is ordered far ahead (data from a clock that
@@ -72,7 +73,6 @@ export function checkOpSize(op: Op): void {
   }
   const hint: Partial<Record<Op['kind'], string>> = {
     'message.append': 'keep large files out of messages (store them elsewhere and put their URL in the message, not a data: URL)',
-    'message.update': 'keep large files out of messages (store them elsewhere and put their URL in the message, not a data: URL)',
     'checkpoint.create': 'a checkpoint holds the whole session: compact or clear the context before checkpointing it',
     'journal.append': 'apply the journal entries in smaller batches',
     'memory.set': 'keep smaller values in memory (a large value belongs in a file of its own)',
@@ -317,8 +317,10 @@ async function attempt<T>(
     await knownRowsHeld(checks);
     const synced = emitted.filter(isSynced);
     if (counter && synced.length > 0 && (store.sync?.userId === userId || (await counter) !== undefined)) {
-      // Before the rows are queued: a refused write lands nothing (its transaction aborts).
-      for (const op of synced) checkOpSize(op);
+      // Before the rows are queued: a refused write lands nothing (its transaction aborts). Not the update that
+      // ends a stream (done(), abort(), recovery): its text is written already, and refusing it would leave the
+      // message streaming for good; one too large is refused by the server and parked instead.
+      for (const op of synced) if (op.kind !== 'message.update') checkOpSize(op);
       queued = await queueOutbox(requests, userId, synced, counter);
     }
     committed = slot.row;

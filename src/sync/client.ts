@@ -115,6 +115,7 @@ interface StoredParked {
   seq: number;
   kind: ParkedItem['kind'];
   sessionId: string;
+  messageId?: string;
   reason: { code: string; message: string };
   row: OutboxRow;
 }
@@ -125,7 +126,14 @@ function parkedList(stored: unknown): StoredParked[] {
 }
 
 function parkedItems(stored: unknown): ParkedItem[] {
-  return parkedList(stored).map(({ id, seq, kind, sessionId, reason }) => ({ id, seq, kind, sessionId, reason: new TabulaError(reason.code as TabulaError['code'], reason.message) }));
+  return parkedList(stored).map(({ id, seq, kind, sessionId, messageId, reason }) => ({
+    id,
+    seq,
+    kind,
+    sessionId,
+    ...(messageId === undefined ? {} : { messageId }),
+    reason: new TabulaError(reason.code as TabulaError['code'], reason.message),
+  }));
 }
 
 /** Aborts the transaction of a poke's items that this client already has ('current') or that do not continue its cursor ('stale'). */
@@ -251,7 +259,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     for (const listener of listeners) listener(status);
     if (leading) {
       const { state, pending, lastSyncedAt, error } = status;
-      const parked = status.parked.map(({ id, seq, kind, sessionId, reason }) => ({ id, seq, kind, sessionId, reason: { code: reason.code, message: reason.message } }));
+      const parked = status.parked.map(({ reason, ...item }) => ({ ...item, reason: { code: reason.code, message: reason.message } }));
       tabs?.postMessage({ v: 1, kind: 'status', state, pending, lastSyncedAt, error: error ? { code: error.code, message: error.message } : null, parked, offsetMs: host.clock.offsetMs() } satisfies TabMessage);
     }
   };
@@ -269,6 +277,11 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
   let clientId = loadClientId();
   /** The epoch of the server the user's sync state is of (null before an answer named one); undefined until read. */
   let epoch: string | null | undefined;
+  /**
+   * Epochs this engine has left behind: an answer naming one is an old answer that arrived late (a slow
+   * connection, a retry), not a server that lost its data again.
+   */
+  const retired = new Set<string>();
 
   /**
    * Takes in one measurement of the server's clock (its time when it answered, `sentAt` and
@@ -283,7 +296,12 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
     const offset = Math.round(sample);
     host.clock.setOffsetMs(offset);
     // Not awaited: the next write is ordered by it at once; a reload finds it once it is stored.
-    void db.meta.put({ key: syncNames.clockOffset(userId), value: offset }).catch(() => undefined);
+    void db.meta
+      .bulkPut([
+        { key: syncNames.clockOffset(userId), value: offset },
+        { key: syncNames.profileClockOffset, value: offset },
+      ])
+      .catch(() => undefined);
     if (leading) setStatus({ ...status });
   };
 
@@ -301,6 +319,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
       epoch ??= typeof stored?.value === 'string' ? stored.value : null;
     }
     if (epoch === named) return;
+    if (retired.has(named)) throw new TabulaError('sync/offline', `An answer of the sync server from before its data was reset (store ${named}) arrived late; it is ignored and sync retries.`);
     if (epoch === null) {
       epoch = named;
       await db.meta.put({ key: EPOCH_KEY, value: named });
@@ -316,10 +335,16 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
    */
   const reset = async (signal: ServerReset): Promise<void> => {
     const used = await clientId;
-    const started = await reseedOutbox(db, userId, { clientId: randomClientId(), epoch: signal.epoch }, used);
+    // In turn with the pages being applied: a page's cursor is written after its boards, and one applied
+    // across the reset would put back the cursor the reset takes away (a cursor into the old server's log).
+    const resetting = applying.then(() => reseedOutbox(db, userId, { clientId: randomClientId(), epoch: signal.epoch }, used));
+    applying = resetting.catch(() => undefined);
+    const started = await resetting;
     const [client, stored] = await db.meta.bulkGet([CLIENT_KEY, EPOCH_KEY]);
     clientId = typeof client?.value === 'string' ? Promise.resolve(client.value) : loadClientId();
+    const left = epoch;
     epoch = typeof stored?.value === 'string' ? stored.value : null;
+    if (typeof left === 'string' && left !== epoch) retired.add(left);
     acked = null;
     handed = [];
     // The queued snapshots of the boards went: each board is queued whole again.
@@ -341,11 +366,14 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
    * its seq any more (another tab parked or pushed it meanwhile).
    */
   const park = async (row: OutboxRow, refusal: TabulaError): Promise<void> => {
+    const op = row.op;
+    const messageId = op && (op.kind === 'message.append' || op.kind === 'message.update' || op.kind === 'message.remove') ? op.body.id : undefined;
     const entry: StoredParked = {
       id: randomClientId(),
       seq: row.seq,
-      kind: row.op ? row.op.kind : 'board',
-      sessionId: row.op ? row.op.sessionId : (row.board?.sessionId ?? ''),
+      kind: op ? op.kind : 'board',
+      sessionId: op ? op.sessionId : (row.board?.sessionId ?? ''),
+      ...(messageId === undefined ? {} : { messageId }),
       reason: { code: refusal.code, message: refusal.message },
       row,
     };
@@ -546,11 +574,14 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
         // (IndexedDB runs a transaction's requests in order, so the read sees the old cursor): two round
         // trips less before the change shows. Items that do not continue the cursor abort the whole
         // transaction, applyOps and the move with it.
-        const stored = from ? db.meta.get(CURSOR_KEY) : undefined;
+        // The client id too: another tab that started the user's state over (a server reset) took the cursor
+        // away, and a page of the old server must not put one back.
+        const stored = from ? db.meta.bulkGet([CURSOR_KEY, CLIENT_KEY]) : undefined;
         const moved = boards.size === 0 && page.cursor !== null ? db.meta.put({ key: CURSOR_KEY, value: page.cursor }) : undefined;
-        const [row, done] = await Promise.all([stored, applyOps(db, ops, { conflicts, dropped, settled, ...(known ? { known: host.knownRows } : {}) }), moved]);
+        const [rows, done] = await Promise.all([stored, applyOps(db, ops, { conflicts, dropped, settled, ...(known ? { known: host.knownRows } : {}) }), moved]);
         if (from) {
-          const cursor = cursorOf(row);
+          const cursor = cursorOf(rows?.[0]);
+          if (rows?.[1]?.value !== id) throw new NotTaken('stale');
           if (cursor === page.cursor) throw new NotTaken('current');
           if (cursor !== from.after) throw new NotTaken('stale');
         }
@@ -580,7 +611,14 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
         await board.release();
       }
     }
-    if (boards.size > 0 && page.cursor !== null) await db.meta.put({ key: CURSOR_KEY, value: page.cursor });
+    if (boards.size > 0 && page.cursor !== null) {
+      const next = page.cursor;
+      // Moved only if nothing started the user's state over meanwhile (a reset in another tab): see the ops' transaction.
+      await db.transaction('rw', db.meta, async () => {
+        const [cursor, client] = await db.meta.bulkGet([CURSOR_KEY, CLIENT_KEY]);
+        if (client?.value === id && (!from || cursorOf(cursor) === from.after)) await db.meta.put({ key: CURSOR_KEY, value: next });
+      });
+    }
     // What this device writes next follows what it has seen, in whichever session (another device's
     // writes within the clock's precision would otherwise be ordered after this device's later ones).
     for (const op of ops) host.clock.receive(op.order);
@@ -722,9 +760,11 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
    * pull, when they continue this client's cursor exactly (in turn with the pages pulls apply, not
    * after a running cycle's push or pull request; never while paused); any other poke, or one whose
    * items do not continue the cursor or fail to apply, wakes the leader's cycle, whose pull gets (and
-   * reports on) the same items.
+   * reports on) the same items. So does a poke of a stream whose server (`streamEpoch`) is not the
+   * one this user's state is of: its positions are another log's, whatever they look like.
    */
-  const onPoke = (data: string) => {
+  const onPoke = (data: string, streamEpoch: string | null) => {
+    if (streamEpoch !== null && streamEpoch !== epoch) return nudge();
     const poke = pokeOf(data);
     // One way only: the poke took some time to come, so only an offset off by more than the tolerance moves.
     if (poke?.time !== undefined) {
@@ -779,6 +819,8 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
         });
         // A new epoch is the cycle's to act on: it finds it in its own answers.
         await observe(response.headers, sentAt, host.clock.wallMs()).catch(() => nudge());
+        const named = response.headers.get(SYNC_HEADERS.epoch);
+        const streamEpoch = named !== null && EPOCH.test(named) ? named : null;
         if (!response.ok || !response.body) {
           await response.body?.cancel();
           // A refused token is the cycle's to renew; the stream waits for it.
@@ -797,7 +839,7 @@ function startEngine(host: SyncHost, options: HttpSyncOptions): SyncEngine {
           closing.signal,
           (data) => {
             streaming = true;
-            onPoke(data);
+            onPoke(data, streamEpoch);
           },
           () => {
             // The server stops accepting the token: the reconnect and the next cycle ask for a fresh one.

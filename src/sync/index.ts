@@ -4,7 +4,7 @@
  */
 export { httpSync } from './client.js';
 export type { HttpSyncOptions } from './client.js';
-export type { SyncAdapter, SyncHandle, SyncStatus } from '../store/sync-host.js';
+export type { ParkedItem, SyncAdapter, SyncHandle, SyncStatus } from '../store/sync-host.js';
 export {
   Base64Schema,
   BoardUpdateSchema,
@@ -18,6 +18,7 @@ export {
   PullResponseSchema,
   PushRequestSchema,
   PushResponseSchema,
+  SYNC_HEADERS,
   SYNC_PATHS,
   SeqSchema,
   parseWire,

@@ -67,13 +67,30 @@ export function replaceableServer(): { fetch: typeof fetch; current(): SyncServe
 
 /**
  * Runs `open` (which opens a device) with `Date.now` running `skewMs` ahead of the real clock (behind when
- * negative): a Tabula takes its clock as it opens, so the device keeps the skew after. Make its token first.
+ * negative) until it resolves: a Tabula takes its clock as it opens, so the device keeps the skew after.
+ * Everything else that reads the clock meanwhile is skewed too (the in-process server!): only for tests
+ * where nothing else runs while a device opens. Make its token first.
  */
 export async function openSkewed<T>(skewMs: number, open: () => Promise<T>): Promise<T> {
   const real = Date.now;
   Date.now = () => real() + skewMs;
   try {
     return await open();
+  } finally {
+    Date.now = real;
+  }
+}
+
+/**
+ * Calls `open` with `Date.now` running `skewMs` off the real clock only while `open` runs synchronously:
+ * `openTabula()` takes the device's clock before its first await, and the server and the other devices,
+ * running meanwhile, keep the real one. `open` must reach openTabula without awaiting anything first.
+ */
+export function startSkewed<T>(skewMs: number, open: () => Promise<T>): Promise<T> {
+  const real = Date.now;
+  Date.now = () => real() + skewMs;
+  try {
+    return open();
   } finally {
     Date.now = real;
   }
@@ -99,12 +116,12 @@ export async function device(server: SyncServer, userId: string, fetchImpl: type
  * is over once the first flush is: flushes run one after the other). Tokens are counted with
  * ApproxTokenCounter, so counts are the same on every device.
  */
-export async function pausedDevice(userId: string, fetchImpl: typeof fetch, label = 'device'): Promise<Tabula & { dbName: string }> {
+export async function pausedDevice(userId: string, fetchImpl: typeof fetch, label = 'device', token?: string): Promise<Tabula & { dbName: string }> {
   const tabula = await freshTabula({
     name: uniqueName(label),
     userId,
     tokenCounter: new ApproxTokenCounter(),
-    sync: httpSync({ url: 'http://sync.test', token: await tokenFor(userId), fetch: fetchImpl, pollIntervalMs: 3_600_000 }),
+    sync: httpSync({ url: 'http://sync.test', token: token ?? (await tokenFor(userId)), fetch: fetchImpl, pollIntervalMs: 3_600_000 }),
   });
   tabula.sync?.pause();
   return tabula;

@@ -64,6 +64,49 @@ describe('sync: an op over the server’s body limit', () => {
   });
 });
 
+describe('sync: imports', () => {
+  it('an export of a long chat imports (one op per message) and syncs; one holding a message over the limit is refused whole (item 11)', { timeout: 90_000 }, async () => {
+    const server = startServer();
+    const alice = uniqueUser('alice');
+    const phone = await skewedDevice(viaServer(server), alice, 0);
+    const long = await phone.session('long');
+    await long.append(Array.from({ length: 1500 }, (_, i) => ({ role: 'user' as const, content: `line ${i} ${'x'.repeat(1000)}` })));
+    const file = await long.export();
+    await phone.importSession({ ...file, sessionId: 'copy' });
+    const tooBig = { ...file, sessionId: 'too-big', messages: [...file.messages.slice(0, 2), { ...file.messages[2]!, message: { role: 'user' as const, content: 'z'.repeat(MAX_OP_BYTES) } }] };
+    await expect(phone.importSession(tooBig)).rejects.toMatchObject({ code: 'sync/too-large', message: expect.stringContaining('body.message') as unknown });
+    expect((await phone.sessions()).map((info) => info.sessionId).sort()).toEqual(['copy', 'long']);
+    await phone.sync?.flush();
+    expect(phone.sync?.status()).toMatchObject({ state: 'idle', pending: 0, parked: [] });
+    const laptop = await skewedDevice(viaServer(server), alice, 0);
+    await laptop.sync?.flush();
+    expect(await (await laptop.session('copy')).messageCount()).toBe(1500);
+    await phone.close();
+    await laptop.close();
+  });
+});
+
+describe('sync: a streamed reply that grows past the size limit', () => {
+  it('ends as written (done() resolves, the message is complete here); its final update is parked, and the writes after it sync', { timeout: 60_000 }, async () => {
+    const server = startServer();
+    const alice = uniqueUser('alice');
+    const phone = await skewedDevice(viaServer(server), alice, 0);
+    const chat = await phone.session('chat');
+    const stream = await chat.stream({ role: 'assistant' });
+    for (let i = 0; i < 12; i++) stream.write('w'.repeat(100_000));
+    const [reply] = await stream.done().then(async () => chat.messages());
+    expect(reply).toMatchObject({ status: 'complete' });
+    await chat.append({ role: 'user', content: 'after the long reply' });
+    await phone.sync?.flush();
+    expect(phone.sync?.status().parked.map((item) => [item.kind, item.messageId, item.reason.code])).toEqual([['message.update', reply?.id, 'sync/too-large']]);
+    const laptop = await skewedDevice(viaServer(server), alice, 0);
+    await laptop.sync?.flush();
+    expect(await contents(laptop, 'chat')).toEqual(['after the long reply']);
+    await phone.close();
+    await laptop.close();
+  });
+});
+
 describe('sync: an item the server refuses is parked, and nothing waits behind it', () => {
   it('an op over a smaller server’s limit and a board update over its maxUpdateBytes are parked and reported; the rest syncs; dropParked forgets them (item 11)', { timeout: 60_000 }, async () => {
     const { server } = startServerWithStore({}, { maxBodyBytes: 64 * 1024, maxUpdateBytes: 4096 });

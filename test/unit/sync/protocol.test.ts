@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { makeOp } from '../../../src/core/index.js';
 import { Base64Schema, PullResponseSchema, PushRequestSchema, parseWire } from '../../../src/sync/index.js';
+import { ErrorResponseSchema, PokeEventSchema, findDriftedOrder } from '../../../src/sync/protocol.js';
 
 const op = makeOp('memory.set', { id: 'm1', userId: 'alice', sessionId: 's', order: '001700000000000.000000.c1', body: { scope: 'user', key: 'k', value: 1 } });
 
@@ -45,5 +46,17 @@ describe('sync protocol', () => {
     expect(() => parseWire(PushRequestSchema, { clientId: 'c1', items: [{ seq: 1, op: { ...op, after: op.order } }] }, 'push')).toThrow(/items\[0\]\.op\.after/);
     expect(() => parseWire(PushRequestSchema, { clientId: 'c1', items: [{ seq: 1, op: { ...op, after: 'yesterday' } }] }, 'push')).toThrow(/items\[0\]\.op\.after/);
     expect(() => parseWire(PushRequestSchema, { clientId: 'c1', items: [{ seq: 1, board: { sessionId: 's', update: 'AAA=', after: 'x' } }] }, 'push')).toThrow(/items\[0\]\.board\.after/);
+  });
+
+  it('carries the server\'s time on a poke and its head on a pull\'s gap, and finds the order keys too far ahead', () => {
+    expect(PokeEventSchema.safeParse({ cursor: '3', time: 1_700_000_000_000 }).success).toBe(true);
+    for (const time of [-1, 1.5, '1']) expect(PokeEventSchema.safeParse({ cursor: '3', time }).success, String(time)).toBe(false);
+    expect(ErrorResponseSchema.parse({ error: { code: 'sync/gap', message: 'reset', head: 2 } }).error.head).toBe(2);
+    const now = 1_700_000_000_000;
+    const at = (wallMs: number) => `${String(wallMs).padStart(15, '0')}.000000.c1`;
+    expect(findDriftedOrder({ ...op, order: at(now + 1000) }, now, 1000)).toBeNull();
+    expect(findDriftedOrder({ ...op, order: `${at(now + 1001)}#00000001` }, now, 1000)).toBe('order');
+    const update = makeOp('message.update', { id: 'u', userId: 'alice', sessionId: 's', order: at(now), body: { id: 'm', status: 'complete', message: { role: 'user', content: 'x' }, order: at(now + 5000), createdAt: now } });
+    expect(findDriftedOrder(update, now, 1000)).toBe('body.order');
   });
 });

@@ -7,6 +7,7 @@
  * nothing of that push is stored; a pull from a cursor past the user's head
  * (a store restored from an older copy) is answered 409 with the head.
  */
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { makeOp, type Op } from '../../../src/core/index.js';
 import { createSyncServer, sqliteStore } from '../../../src/server/index.js';
@@ -66,7 +67,7 @@ describe('sync server: its clock and its epoch on every answer', () => {
     await cors.close();
   });
 
-  it('draws an epoch per storage, kept through a reopen', async () => {
+  it('draws an epoch per storage, kept through a reopen; a new one once its row is deleted (README: a restored copy)', async () => {
     const file = storePath();
     const first = sqliteStore(file);
     const epoch = await first.epoch();
@@ -77,6 +78,12 @@ describe('sync server: its clock and its epoch on every answer', () => {
     expect(await other.epoch()).not.toBe(epoch);
     await again.close();
     await other.close();
+    const raw = new Database(file);
+    raw.prepare("DELETE FROM tabula_meta WHERE key = 'epoch'").run();
+    raw.close();
+    const restored = sqliteStore(file);
+    expect(await restored.epoch()).not.toBe(epoch);
+    await restored.close();
   });
 });
 
