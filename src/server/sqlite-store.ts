@@ -67,8 +67,8 @@ ORDER BY user_id, position LIMIT 500`;
  * counted out by user_id.
  *
  * One aggregate inside SQLite, not a row per candidate into JavaScript:
- * measured on pages of 1,000 small ops, a pull costs about 1.25× the page
- * without a budget this way, 1.6× with SIZES alone.
+ * measured on pages of 1,000 small ops, a pull costs 0.95 ms of CPU this way,
+ * 1.2 ms with SIZES alone, 0.7 ms for the page without a budget.
  */
 const BOUND = `
 SELECT count(*), sum(bound) <= @budget FROM (
