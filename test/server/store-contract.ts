@@ -528,6 +528,31 @@ export function runServerStoreTests(name: string, setup: StoreSetup): void {
       await store.close();
     });
 
+    it('ends a page with the user\'s log, holes and all, whatever user comes next in the storage\'s order', async () => {
+      const { store } = await setup.create({ compactBoardAfter: 2 });
+      const alice = uniqueUser('alice');
+      // Compaction leaves holes in alice's positions; the next users' ids sort right after hers, so a
+      // store that counts rows past her last one (scanning by count, not by her id) must count hers only.
+      const board = boardWriter();
+      await store.push(alice, 'c', [...ops(alice, 1, 2), ...[3, 4, 5, 6, 7].map((seq) => ({ seq, board: { sessionId: 's1', update: board.write(`k${seq}`, 'v') } }))]);
+      for (const next of [`${alice}0`, `${alice}~`]) await store.push(next, 'c', ops(next, 1, 20));
+      const all = (await store.pull(alice, 0, 1000, UNBOUNDED)).items;
+      expect(all.length).toBeLessThan(7);
+      expect(all.at(-1)!.position).toBe(await store.head(alice));
+      for (let start = 0; start <= all.length; start++) {
+        const after = start === 0 ? 0 : all[start - 1]!.position;
+        for (const limit of [1, all.length - start, all.length - start + 1, 1000]) {
+          if (limit < 1) continue;
+          expect({ after, limit, page: await store.pull(alice, after, limit, UNBOUNDED) }).toEqual({ after, limit, page: { items: all.slice(start, start + limit), more: start + limit < all.length } });
+        }
+        // At the rest's exact size, and a byte under: where a store counts sizes exactly.
+        const rest = all.slice(start).reduce((sum, item) => sum + Buffer.byteLength(item.json), 0);
+        expect(await store.pull(alice, after, 1000, rest)).toEqual({ items: all.slice(start), more: false });
+        if (start < all.length) expect(await store.pull(alice, after, 1000, rest - 1)).toEqual({ items: all.slice(start, Math.max(start + 1, all.length - 1)), more: start < all.length - 1 });
+      }
+      await store.close();
+    });
+
     it('keeps what was pushed after being closed and reopened', async () => {
       const { store, reopen } = await setup.create();
       const alice = uniqueUser('alice');
