@@ -135,7 +135,7 @@ describe('sync: the server restored from an older copy (the same epoch, fewer it
 
     await url.restore(copy);
     // The reader asks first: its cursor is past the copy's head. (Once other devices have pushed past it, a
-    // cursor no longer tells: README says to give a restored copy a new epoch.)
+    // cursor no longer tells: docs/guide/server.md says to give a restored copy a new epoch.)
     await reader.sync?.flush();
     await (await writer.session('chat')).append({ role: 'user', content: 'after the restore' });
     // The server answers the writer's push with a seq below what it had acknowledged.

@@ -67,7 +67,7 @@ describe('sync server: its clock and its epoch on every answer', () => {
     await cors.close();
   });
 
-  it('draws an epoch per storage, kept through a reopen; a new one once its row is deleted (README: a restored copy)', async () => {
+  it('draws an epoch per storage, kept through a reopen; a new one once its row is deleted (docs/guide/server.md: a restored copy)', async () => {
     const file = storePath();
     const first = sqliteStore(file);
     const epoch = await first.epoch();
