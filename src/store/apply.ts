@@ -988,5 +988,7 @@ function setVersion(
   row.state = state;
   row.version = version;
   row.versionOrder = order;
+  if (base === undefined) delete row.versionBase;
+  else row.versionBase = base;
   settleSummary(row, setsSummary ? order : row.summaryOrder);
 }

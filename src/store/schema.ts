@@ -74,6 +74,8 @@ export interface SessionRow {
   journalThrough?: string;
   /** Order key of the state.save or checkpoint.restore that set `version` ('' = none): saves win by (version, order). */
   versionOrder?: string;
+  /** The `base` of that save or restore (absent when it named none): a copy of it queued again (sync-seed.ts) names it too. */
+  versionBase?: string;
   createdAt: number;
   updatedAt: number;
   /** The greatest op order applied to this session; new local ops sort after it. */
@@ -373,6 +375,7 @@ const rowSchemas = {
     journalCommitted: z.optional(z.number().check(z.int(), z.nonnegative())),
     journalThrough: z.optional(z.string()),
     versionOrder: z.optional(z.string()),
+    versionBase: z.optional(z.string()),
     createdAt: z.number(),
     updatedAt: z.number(),
     lastOrder: z.string(),

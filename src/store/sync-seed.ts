@@ -117,7 +117,8 @@ export async function sessionOps(db: TabulaDb, row: SessionRow): Promise<Op[]> {
   // Before the messages: a replica drops what it holds from before the cut, and what this one kept survives it.
   if (row.clearedBefore !== '' && row.clearedBefore > row.createdOrder) op('session.clear', row.clearedBefore, {});
   if (row.prefixOrder !== '') op('prefix.set', row.prefixOrder, { prefix: row.prefix });
-  if (row.version > 0) op('state.save', row.versionOrder || row.createdOrder, { version: row.version, patch: row.state });
+  // With the base the save named: a replica where another save stands tells from it whether it was built on that one.
+  if (row.version > 0) op('state.save', row.versionOrder || row.createdOrder, { version: row.version, patch: row.state, ...(row.versionBase === undefined ? {} : { base: row.versionBase }) });
   for (const checkpoint of checkpoints) {
     op('checkpoint.create', checkpoint.order, { id: checkpoint.id, label: checkpoint.label, at: checkpoint.at, snapshot: checkpoint.snapshot });
   }

@@ -98,7 +98,7 @@ export interface AdoptResult {
   readonly kept: readonly string[];
 }
 
-/** Meta keys naming the clocks of this profile's tabs that wrote with sync on. */
+/** Meta keys naming the clocks of this profile's tabs (with sync on or off): saves made here. */
 const LOCAL_CLOCK_PREFIX = 'sync:clock:';
 
 const checkId = (value: unknown, what: string): string => checkName(value, what);
@@ -210,6 +210,14 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       channel.postMessage(SYNC_NUDGE);
     },
   };
+  // This tab's clock id, so that a save made here is recognised when another device's save beats it: with
+  // sync off too, as what a tab without sync writes is pushed later (or by another tab's leader).
+  try {
+    await db.meta.put({ key: `${LOCAL_CLOCK_PREFIX}${store.clock.clientId}`, value: true });
+  } catch (error) {
+    await tearDown();
+    throw mapStorageError(error, 'record this tab\'s clock');
+  }
   if (options.sync) {
     try {
       await seedOutbox(db, defaultUserId);
@@ -217,8 +225,6 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       await tearDown();
       throw mapStorageError(error, 'queue the existing sessions for sync');
     }
-    // This tab's clock id, so that a save made here is recognised when another device's save beats it.
-    await db.meta.put({ key: `${LOCAL_CLOCK_PREFIX}${store.clock.clientId}`, value: true });
     engine = options.sync.start({
       db,
       name,

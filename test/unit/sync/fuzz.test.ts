@@ -28,6 +28,15 @@
  * nothing lands). At the end no device has parked anything, and every device
  * equals a fresh one.
  *
+ * Conflicts are never silent (issue 26), in both fuzzes: every `save()` a
+ * device makes is recorded (its state is unique: the field it writes holds a
+ * mark), and so is every `conflict` a change told a device of. At the end
+ * each save is the state a fresh device ends with, or lived in a session life
+ * a delete ended, or is the `base` of a save or restore pushed after it
+ * (built on it), or was named as `local` in a conflict its own device heard,
+ * with the winner's state as `remote`. Order keys and bases are read off the
+ * ops the devices pushed (the push requests' bodies).
+ *
  * Sessions: `s0` and `s1` are written by every device and never deleted;
  * `own<i>` is written, deleted and created again by device i only;
  * `doomed<i>` is created by device i, written by every device that has it,
@@ -50,8 +59,12 @@
  * later or a task later: how an agent uses the board. After every flush the
  * server must hold every write that device finished before it (a flush that
  * ends with `pending 0` has sent everything); at the end every device,
- * viewed as each user it holds, equals a fresh device of that user, holds
- * every write that user made anywhere, and nothing of the other user.
+ * viewed as each user it holds, equals a fresh device of that user (messages,
+ * notes, memory, state and boards), holds every write that user made anywhere,
+ * and nothing of the other user: no mark of theirs in what a fresh device
+ * shows, no trace of their id in anything the server holds for this user, and
+ * a profile only this user signs in on, opened as the other user, holds no
+ * session. Live writes include state saves (see the conflicts above).
  *
  * The live fuzz also gives each profile a seeded clock skew (corrected by its
  * first sync; the other user of the shared profile starts from the
@@ -63,9 +76,23 @@
  * the parked message, drop the item) leaves every device equal to a fresh one.
  */
 import { fromBase64 } from 'lib0/buffer';
+import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
-import { ApproxTokenCounter, PrefixContext, TabulaError, type BlackboardChange, type JsonValue, type MessageStream, type Session, type Tabula } from '../../../src/index.js';
+import {
+  ApproxTokenCounter,
+  PrefixContext,
+  TabulaError,
+  type BlackboardChange,
+  type JsonValue,
+  type MessageStream,
+  type Op,
+  type SaveConflictInfo,
+  type Session,
+  type SessionState,
+  type StateFields,
+  type Tabula,
+} from '../../../src/index.js';
 import { BLACKBOARD_MAP } from '../../../src/blackboard/index.js';
 import type { SyncServer } from '../../../src/server/index.js';
 import { createDb } from '../../../src/store/schema.js';
@@ -79,7 +106,7 @@ import { pausedDevice, startServer, startServerWithStore, startSkewed, viaServer
 
 /** How many seeds run, each its own test (TABULA_SEED moves the first). */
 const SEEDS = 20;
-/** Random steps per seed: sized so the whole file (both fuzzes) stays under two minutes on a loaded 2-core machine. */
+/** Random steps per seed: with LIVE_SEEDS, sized so the whole file (both fuzzes) stays under three minutes on a loaded 2-core machine (about 50 s unloaded). */
 const STEPS = 80;
 const SHARED_SESSIONS = ['s0', 's1'];
 const MEMORY_SCOPES = ['default', 'other'];
@@ -87,6 +114,124 @@ const HOUR = 3_600_000;
 const YEAR = 365 * 24 * HOUR;
 /** The clock skews a device may have. */
 const SKEWS = [0, 0, HOUR, -HOUR, YEAR, -YEAR];
+
+/** A `session.save()` a device made, with the whole state it stored (every save's state is unique: it holds a mark). */
+interface SaveMade {
+  /** The device (or profile slot) that saved. */
+  readonly device: number;
+  readonly userId: string;
+  readonly sessionId: string;
+  readonly version: number;
+  readonly state: StateFields;
+  /** The fields its patch wrote. */
+  readonly patched: readonly string[];
+}
+
+/** A save conflict a device was told of: the `conflict` of a change its subscriber got. */
+interface ConflictHeard {
+  readonly device: number;
+  readonly userId: string;
+  readonly sessionId: string;
+  readonly conflict: SaveConflictInfo;
+}
+
+/** The state fields of what `save()` or `state()` returned. */
+function fieldsOf(state: SessionState): StateFields {
+  const { summary, tasks, plan, permissions, tools, context } = state;
+  return { summary, tasks, plan, permissions, tools, context };
+}
+
+/** A patch of one of the state's fields, holding `mark` so that the state it makes is like no other. */
+function markedPatch(random: Random, mark: string): Partial<StateFields> {
+  const n = random.int(1000);
+  const patches: Partial<StateFields>[] = [
+    { tasks: [mark, n] },
+    { summary: `summary ${mark}` },
+    { plan: { step: n, by: mark } },
+    { tools: [`tool${n % 3}`], permissions: { allow: n % 2 === 0, by: mark } },
+    { context: { by: mark, n } },
+  ];
+  return random.pick(patches);
+}
+
+/**
+ * Every op the devices pushed, by op id (a request sent twice, or again after a lost answer, counts
+ * once), read off the push requests' bodies: where a save's order key and base are found.
+ */
+class PushLog {
+  readonly ops = new Map<string, Op>();
+
+  /** Records the ops of a push request's body (the client's JSON string). */
+  record(body: unknown): void {
+    if (typeof body !== 'string') throw new Error(`fuzz: a push body that is not a string (${typeof body}): the push log would miss its ops`);
+    const { items } = JSON.parse(body) as { items: { op?: Op }[] };
+    for (const { op } of items) if (op && !this.ops.has(op.id)) this.ops.set(op.id, op);
+  }
+}
+
+/**
+ * The saves, of those `saves` lists, that were replaced without their device being told: neither the
+ * state a fresh device of the user ends with (`final`; without its summary when a clear came after), nor in a session life a delete ended, nor the
+ * base of another save or restore (built on it), nor named as the `local` of a conflict its device
+ * heard, with the winner's state as `remote`. Also counts how each save was accounted for, so a run
+ * can show the check was not empty.
+ */
+function unreportedSaves(
+  saves: readonly SaveMade[],
+  heard: readonly ConflictHeard[],
+  pushed: PushLog,
+  final: (userId: string, sessionId: string) => StateFields | undefined,
+): { unreported: string[]; counts: Record<'final' | 'ended' | 'builtOn' | 'reported', number> } {
+  const ops = [...pushed.ops.values()];
+  const counts = { final: 0, ended: 0, builtOn: 0, reported: 0 };
+  const unreported: string[] = [];
+  // The states an op can make a session's (a save's, or a checkpoint's that a restore puts back).
+  const states = ops.flatMap((op) => (op.kind === 'state.save' ? [op.body.patch] : op.kind === 'checkpoint.create' ? [op.body.snapshot.state] : []));
+  for (const save of saves) {
+    const name = `device ${save.device}'s save v${save.version} of ${save.sessionId} (${JSON.stringify(save.state).slice(0, 120)})`;
+    const same = (op: Op) => op.userId === save.userId && op.sessionId === save.sessionId;
+    const op = ops.find((o) => same(o) && o.kind === 'state.save' && o.body.version === save.version && isDeepStrictEqual(o.body.patch, save.state));
+    if (!op) {
+      // A device that starts its sync over (the server lost its data) queues what it holds, not every save it
+      // made since its last push: a save its own next save was built on (the same fields, but those it wrote) is not sent.
+      const next = saves.find(
+        (s) => s.device === save.device && s.userId === save.userId && s.sessionId === save.sessionId && s.version === save.version + 1,
+      );
+      const builtOn = next && Object.keys(save.state).every((key) => next.patched.includes(key) || isDeepStrictEqual(next.state[key as keyof StateFields], save.state[key as keyof StateFields]));
+      if (builtOn) counts.builtOn += 1;
+      else unreported.push(`${name}: never pushed`);
+      continue;
+    }
+    const last = final(save.userId, save.sessionId);
+    // A clear or restore ordered after a save drops its summary, whatever replica applies it (apply.ts, settleSummary).
+    const cleared = ops.some((o) => same(o) && (o.kind === 'session.clear' || o.kind === 'checkpoint.restore') && o.order > op.order);
+    if (isDeepStrictEqual(last, save.state) || (cleared && isDeepStrictEqual(last, { ...save.state, summary: null }))) counts.final += 1;
+    else if (ops.some((o) => same(o) && o.kind === 'session.delete' && o.after === op.after)) counts.ended += 1;
+    else if (ops.some((o) => same(o) && (o.kind === 'state.save' || o.kind === 'checkpoint.restore') && o.body.base === op.order)) counts.builtOn += 1;
+    else if (
+      heard.some(
+        ({ device, userId, sessionId, conflict }) =>
+          device === save.device &&
+          userId === save.userId &&
+          sessionId === save.sessionId &&
+          isDeepStrictEqual(conflict.local, save.state) &&
+          !isDeepStrictEqual(conflict.remote, save.state) &&
+          states.some((state) => isDeepStrictEqual(state, conflict.remote)),
+      )
+    )
+      counts.reported += 1;
+    else {
+      // What to look at: the session's saves and restores (order, version, base) and what the device heard.
+      const history = ops
+        .filter((o) => same(o) && ['state.save', 'checkpoint.restore', 'session.delete', 'session.create'].includes(o.kind))
+        .sort((x, y) => (x.order < y.order ? -1 : 1))
+        .map((o) => `${o.kind} ${o.order}${o.order === op.order ? ' (this)' : ''} after ${o.after ?? '-'} ${'version' in o.body ? `v${o.body.version} base ${o.body.base ?? '-'}` : ''}`);
+      const told = heard.filter((h) => h.device === save.device && h.sessionId === save.sessionId).map((h) => JSON.stringify(h.conflict));
+      unreported.push(`${name}: replaced, and its device was never told; ops:\n  ${history.join('\n  ')}\n  conflicts heard: ${told.join(', ') || 'none'}`);
+    }
+  }
+  return { unreported, counts };
+}
 
 /** mulberry32: a small seeded generator, so a seed replays the same schedule. */
 function generator(seed: number) {
@@ -119,6 +264,8 @@ class FaultyNetwork {
   readonly held: { device: number; deliver(): Promise<void> }[] = [];
   readonly onHold = new Map<number, () => void>();
   readonly log = { requests: 0, dropped: 0, failed: 0, lostAnswers: 0, doubled: 0, held: 0, replayed: 0, wiped: 0 };
+  /** Every op a device sent, whatever became of the request. */
+  readonly pushed = new PushLog();
 
   constructor(
     public server: SyncServer,
@@ -140,6 +287,7 @@ class FaultyNetwork {
       // The leader's event stream only wakes a loop the schedule keeps paused: it passes untouched, so
       // it draws no random numbers at times the schedule does not decide.
       if (url.endsWith(SYNC_PATHS.events)) return this.server.fetch(new Request(url, init));
+      if (url.endsWith(SYNC_PATHS.push)) this.pushed.record(init?.body);
       // The body is the client's JSON string: it can be sent again, later.
       const send = () => this.server.fetch(new Request(url, { method: init?.method, headers: init?.headers, body: init?.body }));
       this.log.requests += 1;
@@ -198,14 +346,19 @@ interface Device {
   readonly streams: { sessionId: string; stream: MessageStream }[];
   /** Remote changes heard since the last look (quiescence). */
   heard: number;
+  /** Every save it made. */
+  readonly saves: SaveMade[];
+  /** Every save conflict it was told of. */
+  readonly conflicts: ConflictHeard[];
 }
 
 async function openDevice(userId: string, fetchImpl: typeof fetch, index: number, skewMs = 0): Promise<Device> {
   const token = await tokenFor(userId);
   const tabula = await startSkewed(skewMs, () => pausedDevice(userId, fetchImpl, `fuzz-device-${index}`, token));
-  const device: Device = { index, tabula, inflight: null, streams: [], heard: 0 };
+  const device: Device = { index, tabula, inflight: null, streams: [], heard: 0, saves: [], conflicts: [] };
   tabula.subscribe((change) => {
     if (change.origin === 'remote') device.heard += 1;
+    if (change.conflict) device.conflicts.push({ device: index, userId: change.userId, sessionId: change.sessionId, conflict: change.conflict });
   });
   return device;
 }
@@ -247,6 +400,12 @@ async function exists(tabula: Tabula, sessionId: string): Promise<boolean> {
   return (await tabula.sessions()).some((s) => s.sessionId === sessionId);
 }
 
+/** Saves `patch` in `session` on `device`, and records what it stored. */
+async function recordSave(device: Device, session: Session, patch: Partial<StateFields>): Promise<void> {
+  const saved = await session.save(patch);
+  device.saves.push({ device: device.index, userId: session.userId, sessionId: session.sessionId, version: saved.version, state: fieldsOf(saved), patched: Object.keys(patch) });
+}
+
 /** A local write the schedule may make; false when it did not apply (nothing to restore, say). */
 type Write = (session: Session, random: Random, device: Device) => Promise<unknown>;
 
@@ -265,17 +424,7 @@ const WRITES: Record<string, Write> = {
   },
   memorySet: (session, random, device) => session.memory(random.pick(MEMORY_SCOPES)).set(`k${random.int(3)}`, { by: device.index, n: random.int(1000) }),
   memoryDelete: (session, random) => session.memory(random.pick(MEMORY_SCOPES)).delete(`k${random.int(3)}`),
-  save(session, random, device) {
-    const n = random.int(1000);
-    const patches: Record<string, JsonValue>[] = [
-      { tasks: [device.index, n] },
-      { summary: `summary ${device.index}.${n}` },
-      { plan: { step: n } },
-      { tools: [`tool${n % 3}`], permissions: { allow: n % 2 === 0 } },
-      { context: { by: device.index, n } },
-    ];
-    return session.save(random.pick(patches));
-  },
+  save: (session, random, device) => recordSave(device, session, markedPatch(random, `save ${device.index}.${device.saves.length}`)),
   prefix: (session, random, device) => session.setPrefix(new PrefixContext({ systemPrompt: `prefix ${device.index}.${random.int(1000)}`, grounding: [{ role: 'user', content: 'ground' }] })),
   clear: (session) => session.clearContext(),
   checkpoint: (session, random) => session.checkpoint(random.next() < 0.5 ? `cp${random.int(100)}` : undefined),
@@ -453,7 +602,8 @@ async function step(random: Random, network: FaultyNetwork, devices: readonly De
       return `${who}: a large message in ${sessionId} (${(error as TabulaError).code})`;
     }
   }
-  const kind = random.pick(WRITE_KINDS);
+  // Saves are drawn more often than the other kinds: concurrent ones are what the conflict check is about.
+  const kind = random.next() < 0.12 ? 'save' : random.pick(WRITE_KINDS);
   try {
     await (WRITES[kind] as Write)(session, random, device);
   } catch (error) {
@@ -538,7 +688,7 @@ async function fuzz(seed: number): Promise<void> {
   await origin.note('origin note');
   await origin.journal.record({ origin: true });
   await origin.memory().set('k0', 'origin');
-  await origin.save({ tasks: ['origin'] });
+  await recordSave(devices[0] as Device, origin, { tasks: ['origin'] });
   await origin.checkpoint('origin');
   for (const device of [...devices, devices[0] as Device]) await device.tabula.sync?.flush();
   network.faulty = true;
@@ -556,11 +706,21 @@ async function fuzz(seed: number): Promise<void> {
     await fresh.tabula.sync?.flush();
     const expected = await view(fresh.tabula);
     for (const device of devices) expect(await view(device.tabula), `device ${device.index} against a fresh device (seed ${seed})`).toEqual(expected);
+    const saves = unreportedSaves(
+      devices.flatMap((device) => device.saves),
+      devices.flatMap((device) => device.conflicts),
+      network.pushed,
+      (_, sessionId) => {
+        const shown = expected[sessionId] as { state: SessionState } | undefined;
+        return shown && fieldsOf(shown.state);
+      },
+    );
+    expect(saves.unreported, `saves replaced without a conflict (seed ${seed})`).toEqual([]);
     const resets = devices.map((device) => (device.tabula as Tabula & { reported: Error[] }).reported.filter((error) => error instanceof TabulaError && error.code === 'sync/gap').length);
     const sizes = trace.filter((line) => line.includes('size limit')).length;
     // Each device heard of the wipe once (a late answer of the old server is not another one).
     expect(resets, `resets per device (seed ${seed})`).toEqual(devices.map(() => network.log.wiped));
-    console.info(`[sync fuzz] seed ${seed}: ${(expected.sessions as unknown[]).length} sessions; clocks ${JSON.stringify(skews)}; resets ${JSON.stringify(resets)}; ${sizes} messages at the size limit; network ${JSON.stringify(network.log)}`);
+    console.info(`[sync fuzz] seed ${seed}: ${(expected.sessions as unknown[]).length} sessions; saves ${JSON.stringify(saves.counts)}; clocks ${JSON.stringify(skews)}; resets ${JSON.stringify(resets)}; ${sizes} messages at the size limit; network ${JSON.stringify(network.log)}`);
     await fresh.tabula.close();
   } catch (error) {
     // FUZZ_TRACE=1 prints the steps of a failing seed, to minimise it.
@@ -660,9 +820,9 @@ describe('sync fuzz: three devices, random writes and syncs over a faulty networ
   }
 });
 
-/** Seeds of the live fuzz, each its own test (TABULA_SEED moves the first). */
-const LIVE_SEEDS = 16;
-/** Random steps per live seed (about 1.5 s each here). */
+/** Seeds of the live fuzz, each its own test (TABULA_SEED moves the first): the 40 of issue 26. */
+const LIVE_SEEDS = 40;
+/** Random steps per live seed (about 1 s each on an idle 2-core machine, 2-3 s under load). */
 const LIVE_STEPS = 70;
 
 /** One write the schedule (or an agent's listener) made, to find again on the server and on every device of its user. */
@@ -702,6 +862,8 @@ interface LiveSlot {
   readonly random: Random;
   /** How far the profile's clock runs off the real one. */
   readonly skewMs: number;
+  /** Every save conflict it was told of, as either user. */
+  readonly conflicts: ConflictHeard[];
 }
 
 /** The server of the live fuzz behind one fetch, and its limits; `wipe()` loses its data (a new store). */
@@ -710,6 +872,8 @@ interface LiveBackend {
   readonly limits: { maxBodyBytes?: number };
   /** Pushes sent so far: a round of flushes in which a device pushed is not quiet, whoever heard of it. */
   pushes: number;
+  /** Every op pushed, to every server. */
+  readonly pushed: PushLog;
   readonly fetch: typeof fetch;
   wipe(): Promise<void>;
 }
@@ -719,9 +883,13 @@ function liveBackend(limits: { maxBodyBytes?: number }): LiveBackend {
     server: startServerWithStore({}, limits).server,
     limits,
     pushes: 0,
+    pushed: new PushLog(),
     fetch: (input, init) => {
       const request = new Request(input instanceof Request ? input : String(input), init);
-      if (request.url.endsWith(SYNC_PATHS.push)) backend.pushes += 1;
+      if (request.url.endsWith(SYNC_PATHS.push)) {
+        backend.pushes += 1;
+        backend.pushed.record(init?.body);
+      }
       return backend.server.fetch(request);
     },
     async wipe() {
@@ -751,6 +919,7 @@ async function openSlot(backend: LiveBackend, slot: LiveSlot, written: Written[]
   slot.tabula = tabula;
   tabula.subscribe((change) => {
     if (change.origin === 'remote') slot.heard += 1;
+    if (change.conflict) slot.conflicts.push({ device: slot.index, userId: change.userId, sessionId: change.sessionId, conflict: change.conflict });
   });
   // The profile's first open syncs before anything is written: its clock is corrected first (writes ordered
   // past the server's clock before that would be refused and parked; op-size.test.ts shows that case).
@@ -835,6 +1004,7 @@ async function liveView(tabula: Tabula) {
       messages: (await session.messages()).map((m) => [m.id, m.content, m.status]),
       notes: (await session.notes()).map((n) => [n.id, n.text]),
       memory: Object.fromEntries(await Promise.all((await memory.keys()).sort().map(async (key) => [key, await memory.get(key)] as const))),
+      state: await session.state(),
       board: session.blackboard.toJSON(),
     };
   }
@@ -855,24 +1025,30 @@ function viewValues(view: Record<string, unknown>): Set<string> {
   return values;
 }
 
-/** One random write of the slot's user, recorded once it finished; returns its line of the trace. */
-async function liveWrite(random: Random, slot: LiveSlot, written: Written[], n: number): Promise<string> {
+/** One random write of the slot's user, recorded once it finished (a save in `saves`); returns its line of the trace. */
+async function liveWrite(random: Random, slot: LiveSlot, written: Written[], saves: SaveMade[], n: number): Promise<string> {
   const { user } = slot;
   const sessionId = random.pick(LIVE_SESSIONS);
   const session = await slot.tabula.session(sessionId);
   const roll = random.next();
   const mark = `${user}|${slot.index}.${n}`;
   let write: Omit<Written, 'after'>;
-  if (roll < 0.35) {
+  if (roll < 0.3) {
     await session.append({ role: 'user', content: mark });
     write = { user, slot: slot.index, kind: 'message', sessionId, value: mark };
-  } else if (roll < 0.45) {
+  } else if (roll < 0.4) {
     await session.note(mark);
     write = { user, slot: slot.index, kind: 'note', sessionId, value: mark };
-  } else if (roll < 0.55) {
+  } else if (roll < 0.5) {
     await session.memory().set(mark, n);
     write = { user, slot: slot.index, kind: 'memory', sessionId, value: mark };
   } else if (roll < 0.6) {
+    // A state save: last writer wins, so it need not last; one replaced must have been built on or reported.
+    const patch = markedPatch(random, mark);
+    const saved = await session.save(patch);
+    saves.push({ device: slot.index, userId: user, sessionId, version: saved.version, state: fieldsOf(saved), patched: Object.keys(patch) });
+    return `slot ${slot.index} (${user}${slot.syncOn ? '' : ', sync off'}): save v${saved.version} ${sessionId}`;
+  } else if (roll < 0.65) {
     // Large: 40 KB is taken by any server of this fuzz, 60 KB is over the small server's 48 KiB body limit.
     const content = `${mark} ${'b'.repeat(random.next() < 0.5 ? 40_000 : 60_000)}`;
     await session.append({ role: 'user', content });
@@ -942,6 +1118,7 @@ async function liveFuzz(seed: number): Promise<void> {
   const wipeAt = random.next() < 0.5 ? Math.floor(LIVE_STEPS / 4) + random.int(LIVE_STEPS / 2) : -1;
   const [alice, bob] = [uniqueUser('alice'), uniqueUser('bob')];
   const written: Written[] = [];
+  const saves: SaveMade[] = [];
   /** Writes the app removed after the server refused them (parked messages). */
   const removed = new Set<string>();
   const trace: string[] = [];
@@ -961,6 +1138,7 @@ async function liveFuzz(seed: number): Promise<void> {
       answered: new Set(),
       random: generator(seed * 31 + index),
       skewMs: random.pick(SKEWS),
+      conflicts: [],
     };
     await openSlot(backend, slot, written);
     slots.push(slot);
@@ -980,7 +1158,7 @@ async function liveFuzz(seed: number): Promise<void> {
       const slot = random.pick(slots);
       const roll = random.next();
       if (roll < 0.45) {
-        trace.push(await liveWrite(random, slot, written, n));
+        trace.push(await liveWrite(random, slot, written, saves, n));
       } else if (roll < 0.62) {
         if (!slot.syncOn) {
           trace.push(`slot ${slot.index}: flush (sync off)`);
@@ -1026,6 +1204,7 @@ async function liveFuzz(seed: number): Promise<void> {
       if (quiet) break;
     }
 
+    const finals = new Map<string, Record<string, unknown>>();
     for (const user of [alice, bob]) {
       const other = user === alice ? bob : alice;
       const fresh = await freshTabula({
@@ -1036,6 +1215,7 @@ async function liveFuzz(seed: number): Promise<void> {
       });
       await fresh.sync?.flush();
       const expected = await liveView(fresh);
+      finals.set(user, expected);
       await fresh.close();
       const shown = viewValues(expected);
       expect(written.filter((write) => write.user === user && !shown.has(writtenKey(write)) && !removed.has(writtenKey(write))).map((write) => writtenKey(write).slice(0, 80)), `writes of ${user} missing on a fresh device (seed ${seed})`).toEqual([]);
@@ -1047,9 +1227,27 @@ async function liveFuzz(seed: number): Promise<void> {
         if (slot.user !== user) await reopen(slot, user, true);
         expect(await liveView(slot.tabula), `slot ${slot.index} as ${user} against a fresh device (seed ${seed})`).toEqual(expected);
       }
+      // Nor anything of the other user's, under their name, on a profile only this user signs in on: opened as
+      // the other user (another tab, without sync), it holds no session.
+      for (const slot of slots.filter((s) => !s.users.includes(other))) {
+        const peek = await freshTabula({ name: slot.name, userId: other, tokenCounter: new ApproxTokenCounter() });
+        const found = await peek.sessions();
+        await peek.close();
+        expect(found, `${other}'s sessions on slot ${slot.index}, a profile only ${user} uses (seed ${seed})`).toEqual([]);
+      }
     }
+    const saveCheck = unreportedSaves(
+      saves,
+      slots.flatMap((slot) => slot.conflicts),
+      backend.pushed,
+      (user, sessionId) => {
+        const shown = finals.get(user)?.[sessionId] as { state: SessionState } | undefined;
+        return shown && fieldsOf(shown.state);
+      },
+    );
+    expect(saveCheck.unreported, `saves replaced without a conflict (seed ${seed})`).toEqual([]);
     console.info(
-      `[sync fuzz, live] seed ${seed}: ${written.length} writes, ${written.filter((write) => write.value.startsWith('a:')).length} of them agents' answers, ${written.filter((write) => write.big).length} large (${removed.size} parked and removed; body limit ${backend.limits.maxBodyBytes ?? 'default'}); clocks ${JSON.stringify(slots.map((slot) => slot.skewMs))}${wipeAt >= 0 ? `; the server lost its data at step ${wipeAt}` : ''}`,
+      `[sync fuzz, live] seed ${seed}: ${written.length} writes and ${saves.length} saves ${JSON.stringify(saveCheck.counts)}, ${written.filter((write) => write.value.startsWith('a:')).length} of them agents' answers, ${written.filter((write) => write.big).length} large (${removed.size} parked and removed; body limit ${backend.limits.maxBodyBytes ?? 'default'}); clocks ${JSON.stringify(slots.map((slot) => slot.skewMs))}${wipeAt >= 0 ? `; the server lost its data at step ${wipeAt}` : ''}`,
     );
   } catch (error) {
     if (process.env.FUZZ_TRACE) console.info(`[sync fuzz, live] seed ${seed} steps:\n${trace.map((line, i) => `${i}: ${line}`).join('\n')}`);

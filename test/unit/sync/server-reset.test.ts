@@ -12,7 +12,7 @@
  */
 import { copyFileSync, existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { PrefixContext, type Tabula } from '../../../src/index.js';
+import { PrefixContext, type SaveConflictInfo, type Tabula } from '../../../src/index.js';
 import { uniqueUser } from '../../server/helpers.js';
 import { replaceableServer, skewedDevice } from './helpers.js';
 
@@ -113,6 +113,34 @@ describe('sync: the server’s data wiped behind the same URL (a new epoch)', ()
     expect(newcomer.reported).toEqual([]);
     await reader.close();
     await newcomer.close();
+  });
+
+  it('a save queued again after the wipe still names what it was built on: the device whose save it replaces is told', { timeout: 60_000 }, async () => {
+    const url = replaceableServer();
+    const alice = uniqueUser('alice');
+    const [one, two] = [await device(url, alice), await device(url, alice)];
+    await one.session('chat');
+    await one.sync?.flush();
+    await two.sync?.flush();
+    // Two saves v1 and v2 and pushes them; one saves its own v1, on nothing, and has not synced since.
+    const theirs = await two.session('chat');
+    await theirs.save({ tasks: 'two v1' });
+    await theirs.save({ tasks: 'two v2' });
+    await two.sync?.flush();
+    await (await one.session('chat')).save({ tasks: 'one v1' });
+    const told: SaveConflictInfo[] = [];
+    one.subscribe((change) => {
+      if (change.conflict) told.push(change.conflict);
+    });
+
+    // The new server gets two's v2 only as two queues it again: it must still say it was built on two's v1.
+    await url.wipe();
+    await two.sync?.flush();
+    await one.sync?.flush();
+    expect(await (await one.session('chat')).state()).toMatchObject({ version: 2, tasks: 'two v2' });
+    expect(told).toEqual([{ version: 1, local: expect.objectContaining({ tasks: 'one v1' }) as unknown, remote: expect.objectContaining({ tasks: 'two v2' }) as unknown }]);
+    await one.close();
+    await two.close();
   });
 });
 

@@ -8,7 +8,7 @@
  * with sync on or off, and the leader hears of it.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { ApproxTokenCounter, type Tabula } from '../../../src/index.js';
+import { ApproxTokenCounter, type SaveConflictInfo, type Tabula } from '../../../src/index.js';
 import { httpSync } from '../../../src/sync/index.js';
 import { tokenFor, uniqueUser } from '../../server/helpers.js';
 import { freshTabula, uniqueName } from '../store/helpers.js';
@@ -70,6 +70,38 @@ describe('httpSync: writes made while the profile is opened without sync', () =>
     expect(await onFreshDevice(server, alice, 'chat')).toEqual({ messages: ['with sync', 'without sync'], memory: 'set without sync', board: {} });
     expect((await onFreshDevice(server, alice, 'new-chat'))?.messages).toEqual(['a chat begun without sync']);
     await again.close();
+  });
+
+  it('a save made without sync that another device’s save replaces is reported as a conflict once the device syncs', { timeout: 60_000 }, async () => {
+    const server = startServer();
+    const alice = uniqueUser('alice');
+    const name = uniqueName('device');
+    const synced = await pausedOn(server, alice, name);
+    await synced.session('chat');
+    await synced.sync?.flush();
+    await synced.close();
+    const other = await pausedOn(server, alice, uniqueName('other'));
+    await other.sync?.flush();
+
+    const plain = await freshTabula({ name, userId: alice });
+    await (await plain.session('chat')).save({ tasks: 'saved without sync' });
+    await plain.close();
+    // The other device's save of the same version comes later: it wins everywhere, and was not built on the first.
+    await (await other.session('chat')).save({ tasks: 'saved on the other device' });
+    await other.sync?.flush();
+
+    const again = await pausedOn(server, alice, name);
+    const told: SaveConflictInfo[] = [];
+    again.subscribe((change) => {
+      if (change.conflict) told.push(change.conflict);
+    });
+    await again.sync?.flush();
+    expect(await (await again.session('chat')).state()).toMatchObject({ version: 1, tasks: 'saved on the other device' });
+    expect(told).toEqual([
+      { version: 1, local: expect.objectContaining({ tasks: 'saved without sync' }) as unknown, remote: expect.objectContaining({ tasks: 'saved on the other device' }) as unknown },
+    ]);
+    await again.close();
+    await other.close();
   });
 
   it('a tab opened without sync beside a synced one: its writes reach the synced tab’s leader, which counts and pushes them', { timeout: 60_000 }, async () => {
