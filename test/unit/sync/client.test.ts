@@ -182,7 +182,9 @@ describe('httpSync', () => {
     };
     const reader = await device(server, alice, lying);
     await expect(reader.sync?.flush()).rejects.toMatchObject({ code: 'sync/forbidden' });
-    expect(reader.sync?.status()).toMatchObject({ state: 'error', error: { code: 'sync/forbidden' } });
+    // The leader's own cycle (started at open, serialized with flush) may run right after and show
+    // `syncing` until it fails the same way: wait for the status, not for a moment.
+    await expect.poll(() => reader.sync?.status()).toMatchObject({ state: 'error', error: { code: 'sync/forbidden' } });
     expect(reader.reported.some((e) => (e as { code?: string }).code === 'sync/forbidden')).toBe(true);
     expect(await dump(reader.name)).toMatchObject({ sessions: [], notes: [] });
     await writer.close();
