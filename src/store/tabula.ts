@@ -175,11 +175,12 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   let engine: SyncEngine | null = null;
   if (options.sync) {
     try {
-      engine = await link.start(options.sync, clock);
+      await link.seed();
     } catch (error) {
       await tearDown();
       throw mapStorageError(error, 'queue the existing sessions for sync');
     }
+    engine = link.start(options.sync, clock);
   }
 
   const handleFor = (userId: string, sessionId: string, contextSchema: z.ZodObject | undefined, life: string, openTx: IDBTransaction | null = null): Session => {

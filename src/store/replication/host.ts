@@ -59,8 +59,10 @@ export interface SyncLink {
   readonly sync: NonNullable<StoreContext['sync']>;
   /** A change to a board made in this tab is stored: the sync leader of its user, in whichever tab it runs, hears of it. */
   boardChanged(userId: string, sessionId: string): void;
-  /** Queues the user's existing data once (the first seed), then starts the engine. */
-  start(adapter: SyncAdapter, clock: CorrectedClock): Promise<SyncEngine>;
+  /** Queues the user's existing data once (the first seed) and marks this tab's clock as one of the profile's. */
+  seed(): Promise<void>;
+  /** Starts the engine of the user (after {@link SyncLink.seed}). */
+  start(adapter: SyncAdapter, clock: CorrectedClock): SyncEngine;
   /** Closes the channels the link opened. */
   close(): void;
 }
@@ -91,10 +93,12 @@ export function createSyncLink(store: StoreContext, userId: string, syncing: boo
       // A closed channel throws on postMessage, and one opened now would never be closed; the next leader's first look finds the change.
       if (!closed) (notices ??= createBoardNotices(name, store.onError)).announce(user, sessionId);
     },
-    async start(adapter, clock) {
+    async seed() {
       await seedOutbox(db, userId);
       // This tab's clock id, so that a save made here is recognised when another device's save beats it.
       await db.meta.put({ key: syncNames.localClock(store.clock.clientId), value: true });
+    },
+    start(adapter, clock) {
       notices ??= createBoardNotices(name, store.onError);
       const source: ReplicaSource = { store, userId, notices };
       const host: SyncHost = {

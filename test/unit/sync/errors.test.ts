@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { httpSync } from '../../../src/sync/index.js';
-import { uniqueUser } from '../../server/helpers.js';
+import { tokenFor, uniqueUser } from '../../server/helpers.js';
 import { freshTabula } from '../store/helpers.js';
 import { pausedDevice, startServer, viaServer } from './helpers.js';
 
@@ -31,11 +31,14 @@ describe('sync errors keep their condition', () => {
   it('a pulled page the store cannot write (its quota used up) is reported as storage/quota-exceeded, not sync/offline', { timeout: 30_000 }, async () => {
     const server = startServer();
     const alice = uniqueUser('alice');
+    const laptop = await freshTabula({ userId: alice, sync: httpSync({ url: 'http://sync.test', token: await tokenFor(alice), fetch: viaServer(server), pollIntervalMs: 3_600_000 }) });
+    laptop.sync?.pause();
+    // The leader's first cycle, started while opening, is over once a flush is.
+    await laptop.sync?.flush();
     const phone = await pausedDevice(alice, viaServer(server));
     await (await phone.session('chat')).append({ role: 'user', content: 'from the phone' });
     await phone.sync?.flush();
 
-    const laptop = await pausedDevice(alice, viaServer(server));
     fillQuota('messages');
     const failure = await laptop.sync?.flush().then(
       () => null,
