@@ -92,6 +92,27 @@ export default tseslint.config(
     },
   },
   {
+    // The sync client moves bytes and elects a leader; the store decides what the bytes mean. It reaches the
+    // store through one contract (src/store/replication/contract.ts: the types, and openReplica), never its
+    // internals: a page applied, an outbox read or a meta key written in src/sync would be the store's job
+    // done twice. The protocol has its own, stricter rule below.
+    files: ['src/sync/**/*.ts'],
+    ignores: ['src/sync/protocol.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+(store/(?!replication/contract\\.js$)|index\\.js$)',
+              message: 'src/sync imports from src/store only src/store/replication/contract.ts (the Replica contract and openReplica).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // The sync server runs in Node only: it takes the core and the wire protocol, never browser code.
     files: ['src/server/**/*.ts', 'src/sync/protocol.ts'],
     rules: {

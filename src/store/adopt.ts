@@ -2,7 +2,7 @@
  * Sign-in adopts local work: `tabula.adopt(fromUserId)` moves another local
  * user's sessions (a guest's, written before sign-in) to the Tabula's user.
  * One transaction per session deletes the original and applies, through
- * `applyOp` like any op, the ops that rebuild it (sync-seed.ts) under the
+ * `applyOp` like any op, the ops that rebuild it (replication/seed.ts) under the
  * new user, with the rows' ids and order keys, and queues them for that
  * user's sync; its board's content travels in a meta row of the same
  * transaction and is written into the new user's board after it, so a move
@@ -11,15 +11,21 @@
  */
 import { TabulaError } from '../core/errors.js';
 import { hlcOf } from '../core/hlc.js';
+import { checkName } from '../core/names.js';
 import type { JsonValue } from '../core/json.js';
 import type { Op, OpKind } from '../core/ops.js';
 import { applyAppends, applyOp, flushSlot, loadSlot, type AppendOp, type SessionSlot } from './apply.js';
 import { newId } from './ids.js';
 import { dexieRequests } from './requests.js';
-import { lifeOf, sessionTables, tombstoneKey, type OutboxRow, type TabulaDb } from './schema.js';
-import { syncNames } from './sync-host.js';
-import { sessionOps } from './sync-seed.js';
-import { queueOutbox, type StoreContext } from './writer.js';
+import { mapStorageError } from './errors.js';
+import { readSessionOpen } from './open-read.js';
+import type { Recovery } from './recovery.js';
+import { lifeOf, sessionTables, tombstoneKey, userSessionRows, type OutboxRow, type TabulaDb } from './schema.js';
+import { afterCommit } from './after-commit.js';
+import { syncNames } from './replication/keys.js';
+import { queueOutbox } from './replication/outbox.js';
+import { sessionOps } from './replication/seed.js';
+import { assertOpen, type StoreContext } from './writer.js';
 
 /** The meta key of a session moved to `userId` whose board is still to be written (see {@link finishAdopted}). */
 const movingKey = (userId: string, sessionId: string) => `adopting:${JSON.stringify([userId, sessionId])}`;
@@ -100,10 +106,15 @@ export async function adoptSession(store: StoreContext, from: string, to: string
     if (error instanceof Kept) return false;
     throw error;
   }
-  for (const userId of [from, to]) store.knownRows.set(userId, sessionId, undefined);
-  store.feed.publish({ userId: from, sessionId, kinds: ['session.delete'] }, 'local');
-  store.feed.publish({ userId: to, sessionId, kinds }, 'local');
-  for (const [userId, rows] of queued) store.sync?.nudge(userId, rows);
+  afterCommit(store, {
+    origin: 'local',
+    rows: [from, to].map((userId) => ({ userId, sessionId, row: undefined })),
+    changes: [
+      { userId: from, sessionId, kinds: ['session.delete'] },
+      { userId: to, sessionId, kinds },
+    ],
+    queued,
+  });
   await store.boards.destroy(from, sessionId, lifeOf(row));
   await finishAdopted(store, to, sessionId);
   return true;
@@ -139,4 +150,37 @@ export async function unfinishedAdoptions(db: TabulaDb, to: string): Promise<str
   const prefix = movingKey(to, '').slice(0, -2);
   const keys = await db.meta.where('key').startsWith(prefix).primaryKeys();
   return keys.map((key) => (JSON.parse(key.slice('adopting:'.length)) as [string, string])[1]);
+}
+
+/** What `tabula.adopt()` did: the session ids it moved, and those it left with the other user. */
+export interface AdoptResult {
+  readonly adopted: readonly string[];
+  readonly kept: readonly string[];
+}
+
+/**
+ * `tabula.adopt(fromUserId)`: finishes the moves to the store's user cut short before, then moves every
+ * session of `fromUserId` that can move (see {@link adoptSession}), each in its own transaction.
+ */
+export async function adoptFrom(store: StoreContext, recovery: Recovery, fromUserId: unknown): Promise<AdoptResult> {
+  assertOpen(store);
+  const { db, defaultUserId } = store;
+  const from = checkName(fromUserId, 'adopt(fromUserId)');
+  if (from === defaultUserId) {
+    throw new TabulaError('argument/invalid', `adopt(fromUserId) moves another user's sessions to this Tabula's user "${defaultUserId}"; it was given that user.`);
+  }
+  const adopted: string[] = [];
+  const kept: string[] = [];
+  try {
+    for (const sessionId of await unfinishedAdoptions(db, defaultUserId)) await finishAdopted(store, defaultUserId, sessionId);
+    for (const { sessionId } of await userSessionRows(db, from)) {
+      // A reply whose tab is gone is marked interrupted first (as opening the session would), so it can move.
+      const { row, unfinished } = await readSessionOpen(db, from, sessionId);
+      if (row) await recovery.check(from, sessionId, unfinished);
+      ((await adoptSession(store, from, defaultUserId, sessionId)) ? adopted : kept).push(sessionId);
+    }
+  } catch (error) {
+    throw mapStorageError(error, `adopt the sessions of user "${from}"`);
+  }
+  return { adopted, kept };
 }

@@ -29,7 +29,7 @@ import {
   type PrefixData,
   type StateFields,
 } from '../core/ops.js';
-import { BOARD_QUEUED_PREFIX, LEGACY_SYNC_KEYS, syncNames } from './sync-host.js';
+import { BOARD_QUEUED_PREFIX, LEGACY_SYNC_KEYS, syncNames } from './replication/keys.js';
 
 /** Token totals cached on the session row, per counter: valid for messages up to `upTo`. */
 export interface TokenTotal {

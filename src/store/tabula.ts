@@ -5,26 +5,27 @@
  */
 import type { z } from 'zod';
 import { TabulaError } from '../core/errors.js';
-import { DEFAULT_MAX_DRIFT_MS, createHlc, hlcOf, parseHlc } from '../core/hlc.js';
+import { DEFAULT_MAX_DRIFT_MS, createHlc } from '../core/hlc.js';
 import { checkName } from '../core/names.js';
 import { checkOptions, describeValue } from '../core/args.js';
 import { ApproxTokenCounter, type TokenCounter } from '../core/tokens.js';
 import { createLazyBoardRegistry } from '../blackboard/lazy.js';
-import { blackboardDatabaseName } from '../blackboard/lives.js';
 import { lazyWorkerCounter } from './default-counter.js';
 import { createChangeFeed, type SessionChange } from './changes.js';
 import { createRunCoordinator } from './coordinator.js';
 import { platformLocks } from './locks.js';
-import { createBoardNotices, type BoardNotices } from './board-notices.js';
-import { adoptSession, finishAdopted, unfinishedAdoptions } from './adopt.js';
-import { seedOutbox } from './sync-seed.js';
-import { SYNC_NUDGE, syncNames, type SyncAdapter, type SyncBoards, type SyncEngine, type SyncHandle } from './sync-host.js';
+import { adoptFrom, type AdoptResult } from './adopt.js';
+import type { SyncAdapter, SyncEngine, SyncHandle } from './replication/contract.js';
+import { correctedClock, createSyncLink, storedClockOffset } from './replication/host.js';
+import { syncNames } from './replication/keys.js';
 import { createRecovery } from './recovery.js';
 import { readSessionOpen } from './open-read.js';
+import { listSessions } from './session-list.js';
+import { requestPersistence, storageEstimate, type StorageEstimate } from './storage-estimate.js';
 import { mapStorageError } from './errors.js';
 import { parseSessionExport, type SessionExport } from './export.js';
 import { newClientId } from './ids.js';
-import { createDb, checkRow, lifeOf, userSessionRows } from './schema.js';
+import { createDb, checkRow, lifeOf } from './schema.js';
 import { createHandleTracker, releaseBoth } from './handles.js';
 import { createKnownRows } from './known-rows.js';
 import { createSessionHandle, importInto, type Session } from './session.js';
@@ -48,14 +49,7 @@ export interface OpenTabulaOptions {
   onError?: (error: TabulaError) => void;
 }
 
-export interface StorageEstimate {
-  /** Bytes this origin uses. */
-  usage: number;
-  /** Bytes this origin may use. */
-  quota: number;
-  /** Whether the browser promised not to evict this origin's data. */
-  persisted: boolean;
-}
+export type { StorageEstimate } from './storage-estimate.js';
 
 /** An open Tabula database. */
 export interface Tabula {
@@ -92,14 +86,7 @@ export interface Tabula {
   close(): Promise<void>;
 }
 
-/** What {@link Tabula.adopt} did: the session ids it moved, and those it left with the other user. */
-export interface AdoptResult {
-  readonly adopted: readonly string[];
-  readonly kept: readonly string[];
-}
-
-/** Meta keys naming the clocks of this profile's tabs (with sync on or off): saves made here. */
-const LOCAL_CLOCK_PREFIX = 'sync:clock:';
+export type { AdoptResult } from './adopt.js';
 
 const checkId = (value: unknown, what: string): string => checkName(value, what);
 
@@ -112,10 +99,8 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   }
   const onError = options.onError ?? ((error: TabulaError) => console.warn(`[tabula] ${error.message}`, error.cause ?? ''));
   // The device's clock as it is when the Tabula opens (a test injects a skewed one by replacing Date.now meanwhile).
-  const wallClock = Date.now;
-  /** Server time minus device time, as sync last measured it for this Tabula's user (see SyncClock). */
-  let clockOffsetMs = 0;
-  const now = (): number => wallClock() + clockOffsetMs;
+  const clock = correctedClock(Date.now);
+  const now = (): number => clock.now();
   const db = createDb(name);
   const opening = db.open();
   // The open is a round trip to the browser's IndexedDB process; the set-up below (a BroadcastChannel, mostly:
@@ -125,13 +110,6 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
   // A counter we create is ours to close; one the caller passed is theirs.
   const ownCounter = options.tokenCounter ? null : typeof Worker === 'function' ? lazyWorkerCounter() : null;
   const counter: TokenCounter = options.tokenCounter ?? ownCounter ?? new ApproxTokenCounter();
-  // Each board change stored in any tab is announced to the sync leader (in whichever tab it runs): a tab
-  // without sync opens the channel on its first board change.
-  let boardNotices: BoardNotices | null = options.sync ? createBoardNotices(name, onError) : null;
-  /** Set as the notices close: a board change stored after that (its flush outlived the registry) is announced by no one. */
-  let noticesClosed = false;
-  /** Channels to other tabs' sync engines, by user, opened on the first write of that user that queued rows. */
-  const engineChannels = new Map<string, BroadcastChannel>();
   const store: StoreContext = {
     db,
     name,
@@ -159,17 +137,18 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
         const row = await db.sessions.get([userId, sessionId]);
         return row && lifeOf(row);
       },
-      onLocalUpdate: (userId: string, sessionId: string) => {
-        // A closed channel throws on postMessage, and one opened now would never be closed; the next leader's first look finds the change.
-        if (!noticesClosed) (boardNotices ??= createBoardNotices(name, onError)).announce(userId, sessionId);
-      },
+      // Each board change stored in any tab is announced to the sync leader, in whichever tab it runs.
+      onLocalUpdate: (userId: string, sessionId: string) => link.boardChanged(userId, sessionId),
     }),
     closed: false,
   };
-  // A change made elsewhere (another tab, sync) makes the row this tab knows stale: the next append reads it.
+  // A change another tab made makes the row this tab knows stale: the next append reads it. (This tab's own
+  // commits, and the pages its sync applies, set their rows themselves: see after-commit.ts.)
   const stopForgetting = store.feed.subscribeAll((change) => {
-    if (change.origin !== 'local') store.knownRows.set(change.userId, change.sessionId, undefined);
+    if (change.origin === 'tab') store.knownRows.set(change.userId, change.sessionId, undefined);
   });
+  const link = createSyncLink(store, defaultUserId, options.sync !== undefined);
+  store.sync = link.sync;
   const recovery = createRecovery(store);
   const handles = createHandleTracker(onError);
   /** Closes what the set-up made: the last step of close(), and all of it when openTabula() fails after the set-up. */
@@ -181,77 +160,36 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     store.knownRows.clear();
     store.coordinator.close();
     store.feed.close();
-    noticesClosed = true;
-    boardNotices?.close();
-    for (const channel of engineChannels.values()) channel.close();
+    link.close();
     ownCounter?.close();
     db.close();
   };
   try {
     await opening;
     // Before any write: a device that measured its clock against the server orders writes made offline by it too.
-    // The user's own, or what another user measured here (the device's clock is the same; the server usually too).
-    const offsets = (await db.meta.bulkGet([syncNames.clockOffset(defaultUserId), syncNames.profileClockOffset])).map((row) => row?.value);
-    const offset = offsets.find((value): value is number => typeof value === 'number' && Number.isFinite(value));
-    if (offset !== undefined) clockOffsetMs = offset;
+    const offset = await storedClockOffset(db, defaultUserId);
+    if (offset !== undefined) clock.setOffsetMs(offset);
   } catch (error) {
     await tearDown();
     throw mapStorageError(error, `open the IndexedDB database "${name}"`);
   }
   let engine: SyncEngine | null = null;
-  store.sync = {
-    userId: options.sync ? defaultUserId : null,
-    nudge(userId, queued) {
-      if (engine && userId === defaultUserId) return engine.nudge(queued);
-      // Rows of a user whose engine runs elsewhere (a tab without sync writing for a user who syncs here): their leader pushes them.
-      if (typeof BroadcastChannel !== 'function') return;
-      let channel = engineChannels.get(userId);
-      if (!channel) engineChannels.set(userId, (channel = new BroadcastChannel(syncNames.channel(name, userId))));
-      channel.postMessage(SYNC_NUDGE);
-    },
-  };
   // This tab's clock id, so that a save made here is recognised when another device's save beats it: with
   // sync off too, as what a tab without sync writes is pushed later (or by another tab's leader).
   try {
-    await db.meta.put({ key: `${LOCAL_CLOCK_PREFIX}${store.clock.clientId}`, value: true });
+    await db.meta.put({ key: syncNames.localClock(store.clock.clientId), value: true });
   } catch (error) {
     await tearDown();
     throw mapStorageError(error, 'record this tab\'s clock');
   }
   if (options.sync) {
     try {
-      await seedOutbox(db, defaultUserId);
+      await link.seed();
     } catch (error) {
       await tearDown();
       throw mapStorageError(error, 'queue the existing sessions for sync');
     }
-    engine = options.sync.start({
-      db,
-      name,
-      userId: defaultUserId,
-      locks: platformLocks(),
-      onError,
-      isLocalOrder: async (order) => (await db.meta.get(`${LOCAL_CLOCK_PREFIX}${parseHlc(hlcOf(order)).clientId}`)) !== undefined,
-      publish: (changes) => {
-        for (const change of changes) {
-          store.feed.publish(change, 'remote');
-          // A create can end a life too: one of a life past this replica's last delete proves that delete (see apply.ts).
-          if (change.kinds.includes('session.delete') || change.kinds.includes('session.create')) pruneBoards(store, change.userId, change.sessionId);
-        }
-      },
-      boards: syncBoards(store, defaultUserId, boardNotices as BoardNotices),
-      knownRows: store.knownRows,
-      clock: {
-        wallMs: () => wallClock(),
-        offsetMs: () => clockOffsetMs,
-        setOffsetMs(offsetMs) {
-          if (Number.isFinite(offsetMs)) clockOffsetMs = offsetMs;
-        },
-        receive(order) {
-          store.clock.receive(hlcOf(order));
-        },
-      },
-    });
+    engine = link.start(options.sync, clock);
   }
 
   const handleFor = (userId: string, sessionId: string, contextSchema: z.ZodObject | undefined, life: string, openTx: IDBTransaction | null = null): Session => {
@@ -347,30 +285,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
 
     async sessions(query) {
       assertOpen(store);
-      const userId = checkId(checkOptions(query, 'sessions(query)').userId ?? defaultUserId, 'sessions({ userId })');
-      let rows;
-      try {
-        rows = await db.sessions
-          .where('[userId+updatedAt]')
-          .between([userId, -Infinity], [userId, Infinity], true, true)
-          .reverse()
-          .toArray();
-      } catch (error) {
-        throw mapStorageError(error, `list the sessions of user "${userId}"`);
-      }
-      return rows.map((row) => {
-        checkRow('sessions', [row.userId, row.sessionId], row);
-        return Object.freeze({
-          userId: row.userId,
-          sessionId: row.sessionId,
-          version: row.version,
-          messageCount: row.messageCount,
-          summary: row.state.summary,
-          createdAt: row.createdAt,
-          updatedAt: row.updatedAt,
-          forkOf: row.forkOf,
-        });
-      });
+      return listSessions(db, checkId(checkOptions(query, 'sessions(query)').userId ?? defaultUserId, 'sessions({ userId })'));
     },
 
     async deleteSession(sessionId, options) {
@@ -391,27 +306,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
 
     importSession: (data) => importData(data, { userId: defaultUserId }),
 
-    async adopt(fromUserId) {
-      assertOpen(store);
-      const from = checkId(fromUserId, 'adopt(fromUserId)');
-      if (from === defaultUserId) {
-        throw new TabulaError('argument/invalid', `adopt(fromUserId) moves another user's sessions to this Tabula's user "${defaultUserId}"; it was given that user.`);
-      }
-      const adopted: string[] = [];
-      const kept: string[] = [];
-      try {
-        for (const sessionId of await unfinishedAdoptions(db, defaultUserId)) await finishAdopted(store, defaultUserId, sessionId);
-        for (const { sessionId } of await userSessionRows(db, from)) {
-          // A reply whose tab is gone is marked interrupted first (as opening the session would), so it can move.
-          const { row, unfinished } = await readSessionOpen(db, from, sessionId);
-          if (row) await recovery.check(from, sessionId, unfinished);
-          ((await adoptSession(store, from, defaultUserId, sessionId)) ? adopted : kept).push(sessionId);
-        }
-      } catch (error) {
-        throw mapStorageError(error, `adopt the sessions of user "${from}"`);
-      }
-      return { adopted, kept };
-    },
+    adopt: (fromUserId) => adoptFrom(store, recovery, fromUserId),
 
     subscribe(listener) {
       if (typeof listener !== 'function') throw new TabulaError('argument/invalid', `tabula.subscribe(listener) takes a function, got ${describeValue(listener)}.`);
@@ -419,22 +314,8 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       return store.feed.subscribeAll(listener);
     },
 
-    async storage() {
-      const manager = typeof navigator === 'object' ? navigator.storage : undefined;
-      if (!manager?.estimate) return { usage: 0, quota: 0, persisted: false };
-      const [estimate, persisted] = await Promise.all([manager.estimate(), manager.persisted ? manager.persisted() : Promise.resolve(false)]);
-      return { usage: estimate.usage ?? 0, quota: estimate.quota ?? 0, persisted };
-    },
-
-    async requestPersistence() {
-      const manager = typeof navigator === 'object' ? navigator.storage : undefined;
-      if (!manager?.persist) return false;
-      try {
-        return await manager.persist();
-      } catch {
-        return false;
-      }
-    },
+    storage: storageEstimate,
+    requestPersistence,
 
     sync: engine,
 
@@ -451,70 +332,6 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
         closing = null;
         throw error;
       }));
-    },
-  };
-}
-
-/**
- * A session deleted on another device (or created in a life past the last
- * delete known here, which proves that delete): its board closes in every
- * tab here and its database goes, as a local delete's does. Lives are named
- * per replica, so every life but the current one (the session may have been
- * created again in the same pull) ends. close() waits for it.
- */
-function pruneBoards(store: StoreContext, userId: string, sessionId: string): void {
-  const pruning: Promise<void> = store.db.sessions
-    .get([userId, sessionId])
-    .then((row) => store.boards.prune(userId, sessionId, row && lifeOf(row)))
-    .catch((error: unknown) => store.onError(mapStorageError(error, `delete the blackboard of session "${sessionId}", deleted on another device`)))
-    .finally(() => store.background.delete(pruning));
-  store.background.add(pruning);
-}
-
-/** The sync engine's access to the user's blackboards (see {@link SyncBoards}). */
-function syncBoards(store: StoreContext, userId: string, notices: BoardNotices): SyncBoards {
-  const { db, name } = store;
-  return {
-    async sessions() {
-      const rows = await userSessionRows(db, userId);
-      // Only boards with a database can hold something; where the browser cannot list databases, look at all.
-      const listed = typeof indexedDB.databases === 'function' ? new Set((await indexedDB.databases()).map((info) => info.name)) : null;
-      return rows.filter((row) => !listed || listed.has(blackboardDatabaseName(name, userId, row.sessionId, lifeOf(row)))).map((row) => row.sessionId);
-    },
-    async open(sessionId) {
-      const row = store.closed ? undefined : await db.sessions.get([userId, sessionId]);
-      if (!row) return null;
-      // A board of an earlier life may still be open here (a session handle holds it, and a delete pulled
-      // from another device ends it only once announced): acquire would hand it out. Its life is over: the
-      // stored row names the current one (lives are told apart by name, not ordered by it).
-      const stale = store.boards.openLife(userId, sessionId);
-      if (stale !== undefined && stale !== lifeOf(row)) await store.boards.destroy(userId, sessionId, stale);
-      const lease = store.boards.acquire(userId, sessionId);
-      try {
-        await lease.blackboard.whenLoaded;
-        await lease.blackboard.flushed();
-      } catch {
-        // Deleted (here or in another tab) while it opened.
-        await lease.release();
-        return null;
-      }
-      // The board goes with the life `row` names only if no delete and re-create came in between (lives only grow).
-      const now = await db.sessions.get([userId, sessionId]);
-      if (!now || lifeOf(now) !== lifeOf(row)) {
-        await lease.release();
-        return null;
-      }
-      return {
-        doc: lease.blackboard.doc,
-        ...(row.after === undefined ? {} : { after: row.after }),
-        flushed: () => lease.blackboard.flushed(),
-        release: () => lease.release(),
-      };
-    },
-    onLocalChange(listener) {
-      return notices.subscribe((changedUser, sessionId) => {
-        if (changedUser === userId) listener(sessionId);
-      });
     },
   };
 }

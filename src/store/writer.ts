@@ -5,7 +5,7 @@
  * change. A write either lands whole or not at all.
  *
  * A write that is queued for sync makes only ops the sync server takes: each
- * at most {@link MAX_OP_BYTES} of JSON (a larger one fails the write with
+ * at most `MAX_OP_BYTES` of JSON (replication/outbox.ts) (a larger one fails the write with
  * `sync/too-large`, naming the field; the update that ends a stream is
  * written anyway and parked by sync), and each ordered by the store's
  * corrected clock, which never jumps to a key far ahead (see hlc.ts). A
@@ -24,79 +24,12 @@ import type { RunCoordinator } from './coordinator.js';
 import { mapStorageError } from './errors.js';
 import type { KnownRows } from './known-rows.js';
 import { newId } from './ids.js';
-import { MAX_OP_BYTES, syncNames } from './sync-host.js';
+import { checkOpSize, queueOutbox } from './replication/outbox.js';
+import { syncNames } from './replication/keys.js';
+import { afterCommit } from './after-commit.js';
 import { abortTransaction, nativeRequests, nativeTransaction, transactionDone } from './native-requests.js';
 import { dexieRequests, type WriteRequests } from './requests.js';
 import { lifeOf, sessionTables, type OutboxRow, type SessionRow, type TabulaDb } from './schema.js';
-
-/**
- * Queues ops (or board updates) of `userId` for sync in the caller's transaction (its requests:
- * `dexieRequests(db)` inside a Dexie transaction), numbered 1, 2, 3… per user with no gap (the server
- * refuses gaps): the user's seq counter lives in meta, so an aborted write takes its numbers back with
- * it. Returns the rows queued. `counter` is the counter's row read earlier in the same transaction (a
- * write issues it with its first requests, so the numbering costs no round trip of its own); by default
- * it is read here.
- */
-export async function queueOutbox(
-  requests: WriteRequests,
-  userId: string,
-  items: readonly (Op | { board: { sessionId: string; update: string; after?: string } })[],
-  counter?: PromiseLike<{ value: unknown } | undefined>,
-): Promise<OutboxRow[]> {
-  if (items.length === 0) return [];
-  const key = syncNames.seq(userId);
-  const last = await (counter ?? requests.meta.get(key));
-  let seq = typeof last?.value === 'number' ? last.value : 0;
-  const rows = items.map((item): OutboxRow => ('board' in item ? { seq: ++seq, userId, board: item.board } : { seq: ++seq, userId, op: item }));
-  const [refused] = await Promise.all([requests.outbox.bulkAdd(rows), requests.meta.put({ key, value: seq })]);
-  // A seq already taken means the counter is behind the outbox (other code changed the database): pushing
-  // would skip or repeat ops, so the write fails (storage/failed) and lands nothing.
-  if (refused.size > 0) throw new DOMException(`The sync outbox already holds seq ${[...refused].map((position) => rows[position]?.seq).join(', ')} of user "${userId}"`, 'ConstraintError');
-  return rows;
-}
-
-/**
- * Throws `sync/too-large` when `op` is larger than {@link MAX_OP_BYTES} as JSON: the sync server would
- * refuse it. Names the op, its session and its largest body field, and says what to do.
- */
-export function checkOpSize(op: Op): void {
-  const json = JSON.stringify(op);
-  // A UTF-16 code unit is at most 3 bytes of UTF-8: most ops are under the limit without counting.
-  if (json.length * 3 <= MAX_OP_BYTES) return;
-  const bytes = utf8Length(json);
-  if (bytes <= MAX_OP_BYTES) return;
-  let field = '';
-  let fieldBytes = 0;
-  for (const [key, value] of Object.entries(op.body as Record<string, unknown>)) {
-    const size = utf8Length(JSON.stringify(value) ?? '');
-    if (size > fieldBytes) [field, fieldBytes] = [key, size];
-  }
-  const hint: Partial<Record<Op['kind'], string>> = {
-    'message.append': 'keep large files out of messages (store them elsewhere and put their URL in the message, not a data: URL)',
-    'checkpoint.create': 'a checkpoint holds the whole session: compact or clear the context before checkpointing it',
-    'journal.append': 'apply the journal entries in smaller batches',
-    'memory.set': 'keep smaller values in memory (a large value belongs in a file of its own)',
-  };
-  throw new TabulaError(
-    'sync/too-large',
-    `The ${op.kind} of session "${op.sessionId}" of user "${op.userId}" is ${bytes} bytes as JSON (body.${field}: ${fieldBytes}), over the ${MAX_OP_BYTES} bytes one op may hold to sync (the sync server takes bodies of at most 1 MiB); nothing of this write was stored. ${hint[op.kind] ?? 'Write less at once'}.`,
-  );
-}
-
-/** Bytes of `text` in UTF-8 (a lone surrogate counts as the 3 bytes of U+FFFD, as TextEncoder writes it). */
-export function utf8Length(text: string): number {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x80) bytes += 1;
-    else if (code < 0x800) bytes += 2;
-    else if (code >= 0xd800 && code < 0xdc00 && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      bytes += 4;
-      i++;
-    } else bytes += 3;
-  }
-  return bytes;
-}
 
 /** Everything a session handle needs from the Tabula that opened it. */
 export interface StoreContext {
@@ -338,11 +271,12 @@ async function attempt<T>(
     if (error instanceof StaleKnownRow) throw error;
     throw mapStorageError(error, what);
   }
-  store.knownRows.set(userId, sessionId, committed);
-  if (queued.length > 0) store.sync?.nudge(userId, queued);
-  if (applied.length > 0) {
-    store.feed.publish({ userId, sessionId, kinds: [...new Set(applied.map((op) => op.kind))] }, 'local');
-  }
+  afterCommit(store, {
+    origin: 'local',
+    rows: [{ userId, sessionId, row: committed }],
+    changes: applied.length > 0 ? [{ userId, sessionId, kinds: [...new Set(applied.map((op) => op.kind))] }] : [],
+    queued: new Map([[userId, queued]]),
+  });
   return result;
 }
 

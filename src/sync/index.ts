@@ -4,7 +4,7 @@
  */
 export { httpSync } from './client.js';
 export type { HttpSyncOptions } from './client.js';
-export type { ParkedItem, SyncAdapter, SyncHandle, SyncStatus } from '../store/sync-host.js';
+export type { ParkedItem, SyncAdapter, SyncHandle, SyncStatus } from '../store/replication/contract.js';
 export {
   Base64Schema,
   BoardUpdateSchema,

@@ -12,7 +12,7 @@ import { SEEN_MAX } from '../../../src/core/ops.js';
 import { openTabula, type SessionExport, type Tabula } from '../../../src/index.js';
 import { applyOps, deleteBody, type DroppedWork, type SaveConflict } from '../../../src/store/apply.js';
 import { createDb, sessionTables, userOutbox, type SessionRow } from '../../../src/store/schema.js';
-import type { SyncAdapter } from '../../../src/store/sync-host.js';
+import type { SyncAdapter } from '../../../src/store/replication/contract.js';
 import { freshTabula, uniqueName } from './helpers.js';
 import { append, at, closeReplicas, converge, create, memorySet, op, replica, snapshotOf, USER, SESSION, view } from './replicas.js';
 

@@ -10,8 +10,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Tabula } from '../../../src/index.js';
 import { dexieRequests } from '../../../src/store/requests.js';
 import { createDb, type OutboxRow } from '../../../src/store/schema.js';
-import { syncNames } from '../../../src/store/sync-host.js';
-import { queueOutbox } from '../../../src/store/writer.js';
+import { syncNames } from '../../../src/store/replication/keys.js';
+import { queueOutbox } from '../../../src/store/replication/outbox.js';
 import { httpSync } from '../../../src/sync/index.js';
 import { freshTabula, uniqueName } from './helpers.js';
 

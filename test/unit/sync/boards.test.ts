@@ -13,7 +13,7 @@ import * as Y from 'yjs';
 import { ApproxTokenCounter, type BlackboardChange, type JsonValue, type Tabula } from '../../../src/index.js';
 import { BLACKBOARD_MAP } from '../../../src/blackboard/index.js';
 import { createDb } from '../../../src/store/schema.js';
-import { syncNames } from '../../../src/store/sync-host.js';
+import { syncNames } from '../../../src/store/replication/keys.js';
 import { tokenFor, uniqueUser } from '../../server/helpers.js';
 import { freshTabula, uniqueName } from '../store/helpers.js';
 import { httpSync } from '../../../src/sync/index.js';

@@ -96,7 +96,8 @@ import {
 import { BLACKBOARD_MAP } from '../../../src/blackboard/index.js';
 import type { SyncServer } from '../../../src/server/index.js';
 import { createDb } from '../../../src/store/schema.js';
-import { MAX_OP_BYTES, syncNames } from '../../../src/store/sync-host.js';
+import { syncNames } from '../../../src/store/replication/keys.js';
+import { MAX_OP_BYTES } from '../../../src/store/replication/outbox.js';
 import { httpSync } from '../../../src/sync/index.js';
 import { SYNC_PATHS } from '../../../src/sync/protocol.js';
 import { tokenFor, uniqueUser } from '../../server/helpers.js';

@@ -12,7 +12,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Tabula } from '../../../src/index.js';
-import { MAX_OP_BYTES } from '../../../src/store/sync-host.js';
+import { MAX_OP_BYTES } from '../../../src/store/replication/outbox.js';
 import { DEFAULT_SYNC_LIMITS, maxOpBytes } from '../../../src/sync/protocol.js';
 import { uniqueUser } from '../../server/helpers.js';
 import { skewedDevice, startServer, startServerWithStore, viaServer } from './helpers.js';

@@ -19,7 +19,7 @@ import type { Tabula } from '../../../src/index.js';
 import { BLACKBOARD_MAP } from '../../../src/blackboard/index.js';
 import type { SyncServer } from '../../../src/server/index.js';
 import { createDb } from '../../../src/store/schema.js';
-import { syncNames } from '../../../src/store/sync-host.js';
+import { syncNames } from '../../../src/store/replication/keys.js';
 import { call, noteOp, orderKey, tokenFor, uniqueUser } from '../../server/helpers.js';
 import { uniqueName } from '../store/helpers.js';
 import { device, startServer, viaServer } from './helpers.js';

@@ -12,11 +12,11 @@
  * seq counter `sync:seq:["<user>"]`) changed name.
  */
 import { describe, expect, it } from 'vitest';
-import { PrefixContext } from '../../../src/index.js';
-import type { Op } from '../../../src/core/ops.js';
-import { createDb, messageRow, type TabulaDb } from '../../../src/store/schema.js';
-import { seedOutbox } from '../../../src/store/sync-seed.js';
-import { freshTabula, uniqueName } from './helpers.js';
+import { PrefixContext } from '../../../../src/index.js';
+import type { Op } from '../../../../src/core/ops.js';
+import { createDb, messageRow, type TabulaDb } from '../../../../src/store/schema.js';
+import { seedOutbox } from '../../../../src/store/replication/seed.js';
+import { freshTabula, uniqueName } from '../helpers.js';
 
 async function queuedOps(db: TabulaDb): Promise<Op[]> {
   // In primary-key order: by user, then seq.

@@ -5,21 +5,22 @@
  * offline and signs in later finds those chats on their other devices); and
  * when the server turns out to have lost the user's data (a new epoch, a
  * cursor past its head, a push answered with less than it acknowledged),
- * the sync engine starts the user's sync state over and queues it all again
- * (`reseedOutbox`). Each session is described by the ops that rebuild it,
+ * the sync engine has the user's sync state started over and all of it
+ * queued again (`reseedOutbox`, through `Replica.reseed`). Each session is
+ * described by the ops that rebuild it,
  * with its stored order keys and ids, so replicas apply them like any other
  * ops, and one that also reached them the usual way (a replica that has the
  * session, an op that was queued too) applies once. From the first seed on
  * the user has sync state here (their seq counter), and every write of
  * theirs is queued as it is made, with sync on or off (writer.ts).
  */
-import { hlcOf, keyAfter, parseHlc, subOrder } from '../core/hlc.js';
-import type { Op, OpBody, OpKind } from '../core/ops.js';
-import { newId } from './ids.js';
-import { removedMessagePrefix, sessionRange, sessionTables, userOutbox, userSessionRows, type SessionRow, type TabulaDb } from './schema.js';
-import { dexieRequests } from './requests.js';
-import { BOARD_QUEUED_PREFIX, syncNames } from './sync-host.js';
-import { queueOutbox } from './writer.js';
+import { hlcOf, keyAfter, parseHlc, subOrder } from '../../core/hlc.js';
+import type { Op, OpBody, OpKind } from '../../core/ops.js';
+import { newId } from '../ids.js';
+import { removedMessagePrefix, sessionRange, sessionTables, userOutbox, userSessionRows, type SessionRow, type TabulaDb } from '../schema.js';
+import { dexieRequests } from '../requests.js';
+import { BOARD_QUEUED_PREFIX, syncNames } from './keys.js';
+import { queueOutbox } from './outbox.js';
 
 /**
  * Queues the ops that rebuild every session of `userId`, once per profile and user, in one transaction,

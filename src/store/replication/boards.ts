@@ -6,17 +6,19 @@
  * was queued before, and writes that outbox row and the new snapshot in one
  * transaction. Whatever crashes in between, a change is either in a queued
  * row (pushed, retried, never recomputed) or still differs from the
- * snapshot (queued next time).
+ * snapshot (queued next time). When to queue, and which boards, is
+ * board-access.ts's; this module holds the rule for one board.
  */
 import { fromBase64, toBase64 } from 'lib0/buffer';
 import * as Y from 'yjs';
-import { TabulaError } from '../core/errors.js';
-import { REMOTE_ORIGIN } from '../blackboard/registry.js';
-import { checkBlackboardUpdate } from '../blackboard/validate.js';
-import type { TabulaDb } from '../store/schema.js';
-import { BOARD_QUEUED_PREFIX, type SyncBoard } from '../store/sync-host.js';
-import { dexieRequests } from '../store/requests.js';
-import { queueOutbox } from '../store/writer.js';
+import { TabulaError } from '../../core/errors.js';
+import { REMOTE_ORIGIN } from '../../blackboard/registry.js';
+import { checkBlackboardUpdate } from '../../blackboard/validate.js';
+import { dexieRequests } from '../requests.js';
+import type { TabulaDb } from '../schema.js';
+import type { SyncBoard } from './board-access.js';
+import { BOARD_QUEUED_PREFIX } from './keys.js';
+import { queueOutbox } from './outbox.js';
 
 /**
  * The meta key of the snapshot of a board life as queued for the server (base64 of `Y.encodeSnapshot`).
