@@ -19,7 +19,8 @@ import { dexieRequests } from './requests.js';
 import { lifeOf, sessionTables, tombstoneKey, type OutboxRow, type TabulaDb } from './schema.js';
 import { syncNames } from './sync-host.js';
 import { sessionOps } from './sync-seed.js';
-import { queueOutbox, type StoreContext } from './writer.js';
+import type { StoreContext } from './context.js';
+import { queueOutbox } from './writer.js';
 
 /** The meta key of a session moved to `userId` whose board is still to be written (see {@link finishAdopted}). */
 const movingKey = (userId: string, sessionId: string) => `adopting:${JSON.stringify([userId, sessionId])}`;

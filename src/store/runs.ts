@@ -24,7 +24,8 @@ import { checkScope, createMemory } from './memory.js';
 import { addNote } from './notes.js';
 import { checkRow, lifeOf, type RunRow, type SessionRow } from './schema.js';
 import type { Memory, RunInfo, StoredMessage } from './types.js';
-import { commit, sessionNotFound, type ActiveRun, type StoreContext } from './writer.js';
+import type { ActiveRun, StoreContext } from './context.js';
+import { commit, sessionNotFound } from './writer.js';
 
 /** What a run's function gets. */
 export interface RunContext {

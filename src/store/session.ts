@@ -50,7 +50,8 @@ import type {
   SessionStatePatch,
   StoredMessage,
 } from './types.js';
-import { assertOpen, commit, sessionNotFound, type Emitter, type StoreContext, type WriteScope } from './writer.js';
+import { assertOpen, type StoreContext } from './context.js';
+import { commit, sessionNotFound, type Emitter, type WriteScope } from './writer.js';
 
 /** The persisted journal of a session: a MutationJournal whose entries and watermark survive reloads. */
 export interface SessionJournal {

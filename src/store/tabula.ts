@@ -30,7 +30,8 @@ import { createKnownRows } from './known-rows.js';
 import { createSessionHandle, importInto, type Session } from './session.js';
 import { deleteBody } from './apply.js';
 import type { SessionInfo, SessionOptions } from './types.js';
-import { assertOpen, commit, type StoreContext } from './writer.js';
+import { assertOpen, type StoreContext } from './context.js';
+import { commit } from './writer.js';
 
 export interface OpenTabulaOptions {
   /** IndexedDB database name. @default 'tabula' */
