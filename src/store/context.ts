@@ -13,7 +13,8 @@ import type { BoardRegistry } from '../blackboard/registry.js';
 import type { ChangeFeed } from './changes.js';
 import type { RunCoordinator } from './coordinator.js';
 import type { KnownRows } from './known-rows.js';
-import type { OutboxRow, TabulaDb } from './schema.js';
+import type { TabulaDb } from './db/schema.js';
+import type { OutboxRow } from './db/rows.js';
 
 /** Everything a session handle needs from the Tabula that opened it. */
 export interface StoreContext {

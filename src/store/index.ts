@@ -21,4 +21,4 @@ export type {
   SessionStatePatch,
   StoredMessage,
 } from './types.js';
-export { SCHEMA_VERSION } from './schema.js';
+export { SCHEMA_VERSION } from './db/schema.js';

@@ -10,7 +10,8 @@ import type { OpKind } from '../core/ops.js';
 import type { DroppedWorkInfo, SaveConflictInfo } from './changes.js';
 import type { KnownRows } from './known-rows.js';
 import type { Locks } from './locks.js';
-import type { OutboxRow, TabulaDb } from './schema.js';
+import type { TabulaDb } from './db/schema.js';
+import type { OutboxRow } from './db/rows.js';
 
 /** What the store gives a sync engine when it opens. */
 export interface SyncHost {

@@ -23,7 +23,8 @@ import { newId } from './ids.js';
 import { MAX_OP_BYTES, syncNames } from './sync-host.js';
 import { abortTransaction, nativeRequests, nativeTransaction, transactionDone } from './native-requests.js';
 import { dexieRequests, type WriteRequests } from './requests.js';
-import { lifeOf, sessionTables, type OutboxRow, type SessionRow } from './schema.js';
+import { sessionTables } from './db/schema.js';
+import { lifeOf, type OutboxRow, type SessionRow } from './db/rows.js';
 
 /**
  * Queues ops (or board updates) of `userId` for sync in the caller's transaction (its requests:

@@ -13,7 +13,7 @@ import * as Y from 'yjs';
 import { TabulaError } from '../core/errors.js';
 import { REMOTE_ORIGIN } from '../blackboard/registry.js';
 import { checkBlackboardUpdate } from '../blackboard/validate.js';
-import type { TabulaDb } from '../store/schema.js';
+import type { TabulaDb } from '../store/db/schema.js';
 import { BOARD_QUEUED_PREFIX, type SyncBoard } from '../store/sync-host.js';
 import { dexieRequests } from '../store/requests.js';
 import { queueOutbox } from '../store/writer.js';

@@ -21,7 +21,8 @@ import type { SessionExport } from '../../../src/store/export.js';
 import { importInto } from '../../../src/store/session.js';
 import type { Emitter } from '../../../src/store/writer.js';
 import { createKnownRows } from '../../../src/store/known-rows.js';
-import { createDb, sessionTables, type SessionRow, type TabulaDb } from '../../../src/store/schema.js';
+import { createDb, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
+import type { SessionRow } from '../../../src/store/db/rows.js';
 import { fcParams } from '../seed.js';
 import { expectStreamIndexExact, uniqueName, withoutLife } from './helpers.js';
 

@@ -14,7 +14,8 @@
 import { describe, expect, it } from 'vitest';
 import { PrefixContext } from '../../../src/index.js';
 import type { Op } from '../../../src/core/ops.js';
-import { createDb, messageRow, type TabulaDb } from '../../../src/store/schema.js';
+import { createDb, type TabulaDb } from '../../../src/store/db/schema.js';
+import { messageRow } from '../../../src/store/db/rows.js';
 import { seedOutbox } from '../../../src/store/sync-seed.js';
 import { freshTabula, uniqueName } from './helpers.js';
 

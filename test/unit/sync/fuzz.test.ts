@@ -68,7 +68,7 @@ import * as Y from 'yjs';
 import { ApproxTokenCounter, PrefixContext, TabulaError, type BlackboardChange, type JsonValue, type MessageStream, type Session, type Tabula } from '../../../src/index.js';
 import { BLACKBOARD_MAP } from '../../../src/blackboard/index.js';
 import type { SyncServer } from '../../../src/server/index.js';
-import { createDb } from '../../../src/store/schema.js';
+import { createDb } from '../../../src/store/db/schema.js';
 import { MAX_OP_BYTES, syncNames } from '../../../src/store/sync-host.js';
 import { httpSync } from '../../../src/sync/index.js';
 import { SYNC_PATHS } from '../../../src/sync/protocol.js';
