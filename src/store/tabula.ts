@@ -22,13 +22,13 @@ import { SYNC_NUDGE, syncNames, type SyncAdapter, type SyncBoards, type SyncEngi
 import { createRecovery } from './recovery.js';
 import { readSessionOpen } from './open-read.js';
 import { mapStorageError } from './errors.js';
-import { parseSessionExport, type SessionExport } from './export.js';
+import { parseSessionExport, type SessionExport } from './session/export-format.js';
 import { newClientId } from './ids.js';
 import { createDb, userSessionRows } from './db/schema.js';
 import { checkRow, lifeOf } from './db/rows.js';
 import { createHandleTracker, releaseBoth } from './handles.js';
 import { createKnownRows } from './known-rows.js';
-import { createSessionHandle, importInto, type Session } from './session.js';
+import { createSessionHandle, importInto, type Session } from './session/index.js';
 import { deleteBody } from './apply.js';
 import type { SessionInfo, SessionOptions } from './types.js';
 import { assertOpen, type StoreContext } from './context.js';
