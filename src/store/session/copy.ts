@@ -35,8 +35,13 @@ function copiedStatus(status: MessageStatus): MessageStatus {
   return status === 'streaming' ? 'interrupted' : status;
 }
 
-/** A message row as every copy holds it (an export's message, a checkpoint's). */
-function copiedMessage({ id, order, createdAt, status, message }: MessageRow): SessionExport['messages'][number] {
+/**
+ * A message row as every copy holds it (an export's message, a checkpoint's), checked first: a corrupt
+ * row fails the copy with `schema/invalid` naming its key and field, instead of being frozen into a
+ * checkpoint (and queued for sync) or written to a file.
+ */
+function copiedMessage(row: MessageRow): SessionExport['messages'][number] {
+  const { id, order, createdAt, status, message } = checkMessageRow(row);
   return { id, order, createdAt, status: copiedStatus(status), message };
 }
 
@@ -64,7 +69,7 @@ async function exportData(scope: HandleScope): Promise<SessionExport> {
         forkOf: row.forkOf,
         prefix: row.prefix,
         state: row.state,
-        messages: messages.map((m) => copiedMessage(checkMessageRow(m))),
+        messages: messages.map(copiedMessage),
         journal: { entries: journal.map((j) => checkRow('journal', j.id, j).entry), watermark: row.journalWatermark },
         notes: notes.map((n) => checkRow('notes', n.id, n)).map(({ text, runId, scope, at }) => ({ text, runId, scope, at })),
         memory: memory
