@@ -62,6 +62,8 @@ const SessionRowSchema = z.object({
   journalThrough: z.optional(z.string()),
   /** Order key of the state.save or checkpoint.restore that set `version` ('' = none): saves win by (version, order). */
   versionOrder: z.optional(z.string()),
+  /** The `base` of that save or restore (absent when it named none): a copy of it queued again (sync-seed.ts) names it too. */
+  versionBase: z.optional(z.string()),
   createdAt: z.number(),
   updatedAt: z.number(),
   /** The greatest op order applied to this session; new local ops sort after it. */
