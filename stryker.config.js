@@ -27,6 +27,8 @@ export default {
     '!src/store/types.ts',
     '!src/tokens/*-worker.ts',
     '!src/tokens/serve.ts',
+    // Not a barrel: the session handle itself (a later pattern takes a file back in).
+    'src/store/session/index.ts',
   ],
   coverageAnalysis: 'perTest',
   // Colours of the report: the goal is 85% on these folders and 90% on store/apply.ts. No break: the

@@ -13,7 +13,8 @@
  */
 import { Dexie } from 'dexie';
 import { openTabula, type Session, type Tabula } from '../../src/index.js';
-import { createDb, type MessageRow, type SessionRow, type TabulaDb } from '../../src/store/schema.js';
+import { createDb, type TabulaDb } from '../../src/store/db/schema.js';
+import type { MessageRow, SessionRow } from '../../src/store/db/rows.js';
 import { expose } from './expose.js';
 import { benchMessage } from './peers/types.js';
 

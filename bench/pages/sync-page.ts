@@ -11,7 +11,7 @@ import { expose } from './expose.js';
 import { makeOp } from '../../src/core/index.js';
 import * as current from '../../src/index.js';
 import { openTabula, ApproxTokenCounter, type SessionExport, type Tabula } from '../../src/index.js';
-import { createDb } from '../../src/store/schema.js';
+import { createDb } from '../../src/store/db/schema.js';
 import * as currentSync from '../../src/sync/index.js';
 import { PullResponseSchema, httpSync, parseWire } from '../../src/sync/index.js';
 

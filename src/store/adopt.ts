@@ -20,12 +20,14 @@ import { dexieRequests } from './requests.js';
 import { mapStorageError } from './errors.js';
 import { readSessionOpen } from './open-read.js';
 import type { Recovery } from './recovery.js';
-import { lifeOf, sessionTables, tombstoneKey, userSessionRows, type OutboxRow, type TabulaDb } from './schema.js';
+import { lifeOf, type OutboxRow } from './db/rows.js';
+import { sessionTables, userSessionRows, type TabulaDb } from './db/schema.js';
+import { tombstoneKey } from './db/keys.js';
 import { afterCommit } from './after-commit.js';
 import { syncNames } from './replication/keys.js';
 import { queueOutbox } from './replication/outbox.js';
 import { sessionOps } from './replication/seed.js';
-import { assertOpen, type StoreContext } from './writer.js';
+import { assertOpen, type StoreContext } from './context.js';
 
 /** The meta key of a session moved to `userId` whose board is still to be written (see {@link finishAdopted}). */
 const movingKey = (userId: string, sessionId: string) => `adopting:${JSON.stringify([userId, sessionId])}`;

@@ -5,11 +5,11 @@
  * committed comes here; a transaction that failed lands nothing and
  * announces nothing.
  */
-import type { OutboxRow, SessionRow } from './schema.js';
+import type { OutboxRow, SessionRow } from './db/rows.js';
 import type { SessionChange } from './changes.js';
 import { mapStorageError } from './errors.js';
-import { lifeOf } from './schema.js';
-import type { StoreContext } from './writer.js';
+import { lifeOf } from './db/rows.js';
+import type { StoreContext } from './context.js';
 
 /** What one committed transaction did, as the steps after it need it. */
 export interface Committed {

@@ -45,20 +45,9 @@ import { assertNever } from '../core/errors.js';
 import { Dexie } from 'dexie';
 import { cloneJson, plainEqual, type JsonValue } from '../core/json.js';
 import type { Message } from '../core/message.js';
-import {
-  checkRow,
-  messageUpdatesKey,
-  messageUpdatesPrefix,
-  removedMessageKey,
-  removedMessagePrefix,
-  sessionRange,
-  tombstoneKey,
-  messageRow,
-  type MessageRow,
-  sessionTables,
-  type SessionRow,
-  type TabulaDb,
-} from './schema.js';
+import { sessionRange, sessionTables, type TabulaDb } from './db/schema.js';
+import { checkRow, messageRow, type MessageRow, type SessionRow } from './db/rows.js';
+import { messageUpdatesKey, messageUpdatesPrefix, removedMessageKey, removedMessagePrefix, tombstoneKey } from './db/keys.js';
 import type { KnownRows } from './known-rows.js';
 import { dexieRequests, type WriteRequests } from './requests.js';
 

@@ -12,7 +12,7 @@
  */
 import type { TabulaError } from '../core/errors.js';
 import { mapStorageError } from './errors.js';
-import type { Session } from './session.js';
+import type { Session } from './session/index.js';
 
 export interface HandleTracker {
   /** Tracks `session`, whose resources `release` frees; returns the session with a `close()` that releases them. */

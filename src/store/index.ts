@@ -1,12 +1,12 @@
 /** The session store on IndexedDB (Dexie). */
 export { openTabula } from './tabula.js';
 export type { AdoptResult, OpenTabulaOptions, StorageEstimate, Tabula } from './tabula.js';
-export type { Session, SessionJournal } from './session.js';
+export type { Session, SessionJournal } from './session/index.js';
 export type { RunContext, RunOptions } from './runs.js';
 export type { MessageStream, StreamInit } from './stream.js';
 export type { ChangeOrigin, DroppedWorkInfo, SaveConflictInfo, SessionChange } from './changes.js';
-export { SessionExportSchema, parseSessionExport } from './export.js';
-export type { SessionExport } from './export.js';
+export { SessionExportSchema, parseSessionExport } from './session/export-format.js';
+export type { SessionExport } from './session/export-format.js';
 export type {
   CheckpointInfo,
   ConflictPolicy,
@@ -21,4 +21,4 @@ export type {
   SessionStatePatch,
   StoredMessage,
 } from './types.js';
-export { SCHEMA_VERSION } from './schema.js';
+export { SCHEMA_VERSION } from './db/schema.js';

@@ -11,7 +11,7 @@
  * was never validated must not be recorded here.
  * Bounded: the least recently used rows are forgotten first.
  */
-import type { SessionRow } from './schema.js';
+import type { SessionRow } from './db/rows.js';
 
 /** How many sessions' rows one Tabula keeps; an app rarely writes to more at once. */
 const KNOWN_ROWS_MAX = 64;

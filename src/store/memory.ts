@@ -13,9 +13,10 @@ import { describeValue } from '../core/args.js';
 import { newId } from './ids.js';
 import { toStoredMessage } from './stored.js';
 import { mapStorageError } from './errors.js';
-import { checkRow, type MemoryRow } from './schema.js';
+import { checkRow, type MemoryRow } from './db/rows.js';
 import type { Memory, StoredMessage } from './types.js';
-import { assertOpen, commit, type StoreContext } from './writer.js';
+import { assertOpen, type StoreContext } from './context.js';
+import { commit } from './writer.js';
 
 /** Checks a memory scope name: 1–128 characters. */
 export function checkScope(scope: unknown): string {

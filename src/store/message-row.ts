@@ -2,7 +2,7 @@
  * The check of a message row read from IndexedDB, written out by hand for the
  * rows every read returns: `messages({ last: 50 })` spent 0.14 ms of its
  * 1.3 ms (medians, Chromium 156) in zod validating 50 rows. It accepts exactly
- * what the zod schema of the messages table (schema.ts) accepts, on any value
+ * what the zod schema of the messages table (db/rows.ts) accepts, on any value
  * IndexedDB can hand back (structured clones: plain objects, arrays,
  * primitives); `test/unit/store/message-row.property.test.ts` holds the two
  * side by side on generated and mutated rows. Where it is unsure (another
@@ -12,7 +12,7 @@
  * A change to the row or message schema must change this file too; the
  * property test fails until it does.
  */
-import { checkRow, type MessageRow } from './schema.js';
+import { checkRow, type MessageRow } from './db/rows.js';
 
 const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
 const STATUSES = new Set(['complete', 'streaming', 'interrupted']);

@@ -21,7 +21,7 @@
  */
 import { Dexie } from 'dexie';
 import { NONE_REFUSED, type RequestTable, type WriteRequests } from './requests.js';
-import type { TabulaDb } from './schema.js';
+import type { TabulaDb } from './db/schema.js';
 
 const failure = (request: IDBRequest) => request.error ?? new DOMException('The IndexedDB request failed.', 'UnknownError');
 

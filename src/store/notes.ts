@@ -4,7 +4,8 @@
  */
 import { TabulaError } from '../core/errors.js';
 import { NOTE_MAX_CHARS, codePointLength } from './note-text.js';
-import { commit, type StoreContext } from './writer.js';
+import type { StoreContext } from './context.js';
+import { commit } from './writer.js';
 
 export { NOTE_MAX_CHARS } from './note-text.js';
 

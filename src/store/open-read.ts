@@ -26,7 +26,8 @@
  * (0.09 ms of a 0.8 ms read, medians in Chromium 156).
  */
 import { nativeTransaction, succeeded } from './native-requests.js';
-import { sessionRange, type RunRow, type MessageRow, type TabulaDb } from './schema.js';
+import { sessionRange, type TabulaDb } from './db/schema.js';
+import type { RunRow, MessageRow } from './db/rows.js';
 
 /** A session's runs still marked running and messages still streaming, as read from IndexedDB. */
 export interface Unfinished {
@@ -45,7 +46,7 @@ export interface SessionOpenRead {
   readonly tx: IDBTransaction | null;
 }
 
-// Dexie names a compound index after its key paths (schema.ts). Streams are found through the sparse
+// Dexie names a compound index after its key paths (db/schema.ts). Streams are found through the sparse
 // index of schema version 4: only rows still streaming carry the `streaming` marker (1) it reads.
 const RUNS_BY_STATUS = '[userId+sessionId+status]';
 const STREAMING_MESSAGES = '[userId+sessionId+streaming]';

@@ -8,7 +8,8 @@
  */
 import { mapStorageError } from './errors.js';
 import { findUnfinished, type Unfinished } from './open-read.js';
-import { commit, type StoreContext } from './writer.js';
+import type { StoreContext } from './context.js';
+import { commit } from './writer.js';
 
 export interface Recovery {
   /**

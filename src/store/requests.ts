@@ -9,7 +9,8 @@
  * holds the contract and Dexie's side; it knows nothing of what the rows mean.
  */
 import { Dexie, type Table } from 'dexie';
-import type { MessageRow, MetaRow, OutboxRow, SessionRow, TabulaDb } from './schema.js';
+import type { TabulaDb } from './db/schema.js';
+import type { MessageRow, MetaRow, OutboxRow, SessionRow } from './db/rows.js';
 
 /** One object store of a readwrite transaction, as the append path uses it. */
 export interface RequestTable<Row, Key> {

@@ -22,9 +22,10 @@ import { checkContextSchema } from './context-schema.js';
 import { newId } from './ids.js';
 import { checkScope, createMemory } from './memory.js';
 import { addNote } from './notes.js';
-import { checkRow, lifeOf, type RunRow, type SessionRow } from './schema.js';
+import { checkRow, lifeOf, type RunRow, type SessionRow } from './db/rows.js';
 import type { Memory, RunInfo, StoredMessage } from './types.js';
-import { commit, sessionNotFound, type ActiveRun, type StoreContext } from './writer.js';
+import type { ActiveRun, StoreContext } from './context.js';
+import { commit, sessionNotFound } from './writer.js';
 
 /** What a run's function gets. */
 export interface RunContext {

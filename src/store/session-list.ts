@@ -4,7 +4,8 @@
  * rows (each row checked: a corrupt one fails the listing, naming it).
  */
 import { mapStorageError } from './errors.js';
-import { checkRow, type TabulaDb } from './schema.js';
+import { checkRow } from './db/rows.js';
+import { type TabulaDb } from './db/schema.js';
 import type { SessionInfo } from './types.js';
 
 /** The sessions of `userId`, newest first. */

@@ -10,8 +10,9 @@ import type { Message } from '../core/message.js';
 import { PrefixContext } from '../core/prefix.js';
 import type { TokenCounter, TokenMeasure } from '../core/tokens.js';
 import { mapStorageError } from './errors.js';
-import { checkRow, sessionRange, type MessageRow, type SessionRow, type TokenTotal } from './schema.js';
-import type { StoreContext } from './writer.js';
+import { sessionRange } from './db/schema.js';
+import { checkRow, type MessageRow, type SessionRow, type TokenTotal } from './db/rows.js';
+import type { StoreContext } from './context.js';
 
 async function countEach(counter: TokenCounter, messages: readonly Message[]): Promise<TokenMeasure[]> {
   if (messages.length === 0) return [];

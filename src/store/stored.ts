@@ -1,7 +1,7 @@
 /** Conversions between message rows, stored messages and wire messages. */
 import { deepFreeze } from '../core/json.js';
 import type { Message } from '../core/message.js';
-import type { MessageRow } from './schema.js';
+import type { MessageRow } from './db/rows.js';
 import type { StoredMessage } from './types.js';
 
 /** A frozen StoredMessage from a row (or the fields of one). */

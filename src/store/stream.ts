@@ -16,7 +16,8 @@ import { mapStorageError } from './errors.js';
 import { newId } from './ids.js';
 import { toStoredMessage } from './stored.js';
 import type { StoredMessage } from './types.js';
-import { commit, type Emitter, type StoreContext } from './writer.js';
+import type { StoreContext } from './context.js';
+import { commit, type Emitter } from './writer.js';
 
 /** A message being written chunk by chunk. */
 export interface MessageStream {

@@ -23,15 +23,17 @@ import { readSessionOpen } from './open-read.js';
 import { listSessions } from './session-list.js';
 import { requestPersistence, storageEstimate, type StorageEstimate } from './storage-estimate.js';
 import { mapStorageError } from './errors.js';
-import { parseSessionExport, type SessionExport } from './export.js';
+import { parseSessionExport, type SessionExport } from './session/export-format.js';
 import { newClientId } from './ids.js';
-import { createDb, checkRow, lifeOf } from './schema.js';
+import { createDb } from './db/schema.js';
+import { checkRow, lifeOf } from './db/rows.js';
 import { createHandleTracker, releaseBoth } from './handles.js';
 import { createKnownRows } from './known-rows.js';
-import { createSessionHandle, importInto, type Session } from './session.js';
+import { createSessionHandle, importInto, type Session } from './session/index.js';
 import { deleteBody } from './apply.js';
 import type { SessionInfo, SessionOptions } from './types.js';
-import { assertOpen, commit, type StoreContext } from './writer.js';
+import { assertOpen, type StoreContext } from './context.js';
+import { commit } from './writer.js';
 
 export interface OpenTabulaOptions {
   /** IndexedDB database name. @default 'tabula' */

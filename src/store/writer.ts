@@ -1,6 +1,6 @@
 /**
- * The shared state of one open Tabula and its `commit` function: every
- * local write runs one readwrite transaction that builds ops, applies them
+ * The `commit` function of one open Tabula (whose shared state is
+ * context.ts): every local write runs one readwrite transaction that builds ops, applies them
  * through `applyOp`, and, once IndexedDB has committed, announces the
  * change. A write either lands whole or not at all.
  *
@@ -14,64 +14,19 @@
  * ran ahead) gets writes ordered by the clock, before that op.
  */
 import { TabulaError } from '../core/errors.js';
-import { hlcOf, keyAfter, type HybridLogicalClock } from '../core/hlc.js';
+import { hlcOf, keyAfter } from '../core/hlc.js';
 import type { Op, OpBody, OpKind } from '../core/ops.js';
-import type { TokenCounter } from '../core/tokens.js';
 import { applyAppends, applyOp, flushSlot, isSynced, knownRowsHeld, knownSlot, loadSlot, StaleKnownRow, tombstoneOf, type AppendOp, type SessionSlot } from './apply.js';
-import type { BoardRegistry } from '../blackboard/registry.js';
-import type { ChangeFeed } from './changes.js';
-import type { RunCoordinator } from './coordinator.js';
+import { assertOpen, type StoreContext } from './context.js';
 import { mapStorageError } from './errors.js';
-import type { KnownRows } from './known-rows.js';
 import { newId } from './ids.js';
 import { checkOpSize, queueOutbox } from './replication/outbox.js';
 import { syncNames } from './replication/keys.js';
 import { afterCommit } from './after-commit.js';
 import { abortTransaction, nativeRequests, nativeTransaction, transactionDone } from './native-requests.js';
 import { dexieRequests, type WriteRequests } from './requests.js';
-import { lifeOf, sessionTables, type OutboxRow, type SessionRow, type TabulaDb } from './schema.js';
-
-/** Everything a session handle needs from the Tabula that opened it. */
-export interface StoreContext {
-  readonly db: TabulaDb;
-  readonly name: string;
-  /** Orders this tab's writes: its wall clock is {@link StoreContext.now}. */
-  readonly clock: HybridLogicalClock;
-  /** The device's clock as sync corrected it (ms since the epoch): what the store stamps writes with. */
-  now(): number;
-  readonly feed: ChangeFeed;
-  readonly tokenCounter: TokenCounter;
-  readonly defaultUserId: string;
-  readonly onError: (error: TabulaError) => void;
-  /** Run and stream locks, and interrupts across tabs. */
-  readonly coordinator: RunCoordinator;
-  /** The live blackboard docs of this tab's open sessions. */
-  readonly boards: BoardRegistry;
-  /** Writes left running in the background (token caches); close() waits for them. */
-  readonly background: Set<Promise<unknown>>;
-  /** The runs in flight in this tab, by run lock name, to refuse a run nested in one of them. */
-  readonly activeRuns: Map<string, ActiveRun>;
-  /** Streams not yet finished; close() interrupts them so their locks are released. */
-  readonly openStreams: Set<{ abort(): Promise<unknown> }>;
-  /** The session rows this Tabula last saw committed, on which appends build (see commit). */
-  readonly knownRows: KnownRows;
-  /**
-   * Sync as writes see it: `userId` is the user this Tabula's sync engine runs for (null with sync off),
-   * whose writes are always queued; a user who has synced on this profile before has theirs queued too,
-   * with sync on or off (see {@link syncNames}). `nudge` hears of the rows a write queued, for the
-   * engine of their user in this tab or another.
-   */
-  sync?: { readonly userId: string | null; nudge(userId: string, queued: readonly OutboxRow[]): void };
-  closed: boolean;
-}
-
-/** A run in flight in this tab (see runs.ts). */
-export interface ActiveRun {
-  /** The name of the function that calls the run's fn: it shows in the async stack of code fn awaits. */
-  readonly marker: string;
-  /** True while fn's synchronous part runs. */
-  synchronous: boolean;
-}
+import { sessionTables } from './db/schema.js';
+import { lifeOf, type OutboxRow, type SessionRow } from './db/rows.js';
 
 /** The error for a session that is gone: deleted in this tab or another one. */
 export function sessionNotFound(userId: string, sessionId: string): TabulaError {
@@ -99,12 +54,6 @@ export interface Emitter {
    * `applyAppends`); `orders[i]`, when given, is body i's order key.
    */
   emitAppends(bodies: readonly OpBody<'message.append'>[], orders?: readonly string[]): Promise<AppendOp[]>;
-}
-
-export function assertOpen(store: StoreContext): void {
-  if (store.closed) {
-    throw new TabulaError('storage/closed', `Tabula "${store.name}" is closed; open it again with openTabula().`);
-  }
 }
 
 /**

@@ -8,8 +8,9 @@
 import type * as Y from 'yjs';
 import { blackboardDatabaseName } from '../../blackboard/lives.js';
 import type { BoardNotices } from '../board-notices.js';
-import { lifeOf, userSessionRows } from '../schema.js';
-import type { StoreContext } from '../writer.js';
+import { lifeOf } from '../db/rows.js';
+import { userSessionRows } from '../db/schema.js';
+import type { StoreContext } from '../context.js';
 import { queueBoard } from './boards.js';
 
 /** The user's blackboards, as replication reads and writes them. */

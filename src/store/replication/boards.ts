@@ -15,7 +15,7 @@ import { TabulaError } from '../../core/errors.js';
 import { REMOTE_ORIGIN } from '../../blackboard/registry.js';
 import { checkBlackboardUpdate } from '../../blackboard/validate.js';
 import { dexieRequests } from '../requests.js';
-import type { TabulaDb } from '../schema.js';
+import type { TabulaDb } from '../db/schema.js';
 import type { SyncBoard } from './board-access.js';
 import { BOARD_QUEUED_PREFIX } from './keys.js';
 import { queueOutbox } from './outbox.js';

@@ -13,7 +13,7 @@
 import type { TabulaError } from '../../core/errors.js';
 import type { Op, OpKind } from '../../core/ops.js';
 import type { Locks } from '../locks.js';
-import type { OutboxRow } from '../schema.js';
+import type { OutboxRow } from '../db/rows.js';
 import { createReplica, type ReplicaSource } from './replica.js';
 
 /** The store's half of sync for one user, as the engine uses it (every method reports store failures as TabulaErrors). */

@@ -9,8 +9,8 @@
  */
 import { createBoardNotices, type BoardNotices } from '../board-notices.js';
 import { platformLocks } from '../locks.js';
-import type { TabulaDb } from '../schema.js';
-import type { StoreContext } from '../writer.js';
+import type { TabulaDb } from '../db/schema.js';
+import type { StoreContext } from '../context.js';
 import type { ReplicationHandle, SyncAdapter, SyncEngine, SyncHost } from './contract.js';
 import { SYNC_NUDGE, syncNames } from './keys.js';
 import type { ReplicaSource } from './replica.js';

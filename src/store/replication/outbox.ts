@@ -11,7 +11,8 @@ import { TabulaError } from '../../core/errors.js';
 import type { JsonValue } from '../../core/json.js';
 import type { Op } from '../../core/ops.js';
 import type { WriteRequests } from '../requests.js';
-import { checkRow, userOutbox, type OutboxRow, type TabulaDb } from '../schema.js';
+import { checkRow, type OutboxRow } from '../db/rows.js';
+import { userOutbox, type TabulaDb } from '../db/schema.js';
 import type { OutboxItem, ParkedItem } from './contract.js';
 import { syncNames } from './keys.js';
 

@@ -9,7 +9,7 @@
  */
 import { mapStorageError } from '../errors.js';
 import type { BoardNotices } from '../board-notices.js';
-import type { StoreContext } from '../writer.js';
+import type { StoreContext } from '../context.js';
 import { createBoardQueue, syncBoards } from './board-access.js';
 import type { Replica } from './contract.js';
 import { syncNames } from './keys.js';

@@ -17,7 +17,9 @@
 import { hlcOf, keyAfter, parseHlc, subOrder } from '../../core/hlc.js';
 import type { Op, OpBody, OpKind } from '../../core/ops.js';
 import { newId } from '../ids.js';
-import { removedMessagePrefix, sessionRange, sessionTables, userOutbox, userSessionRows, type SessionRow, type TabulaDb } from '../schema.js';
+import { removedMessagePrefix } from '../db/keys.js';
+import { sessionRange, sessionTables, userOutbox, userSessionRows, type TabulaDb } from '../db/schema.js';
+import { type SessionRow } from '../db/rows.js';
 import { dexieRequests } from '../requests.js';
 import { BOARD_QUEUED_PREFIX, syncNames } from './keys.js';
 import { queueOutbox } from './outbox.js';

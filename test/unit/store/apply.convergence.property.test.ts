@@ -17,11 +17,12 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createHlc, formatHlc, hlcOf, parseOp, subOrder, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
 import { applyOps, StaleKnownRow, type ApplyOptions, type AppendOp } from '../../../src/store/apply.js';
-import type { SessionExport } from '../../../src/store/export.js';
-import { importInto } from '../../../src/store/session.js';
+import type { SessionExport } from '../../../src/store/session/export-format.js';
+import { importInto } from '../../../src/store/session/index.js';
 import type { Emitter } from '../../../src/store/writer.js';
 import { createKnownRows } from '../../../src/store/known-rows.js';
-import { createDb, sessionTables, type SessionRow, type TabulaDb } from '../../../src/store/schema.js';
+import { createDb, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
+import type { SessionRow } from '../../../src/store/db/rows.js';
 import { fcParams } from '../seed.js';
 import { expectStreamIndexExact, uniqueName, withoutLife } from './helpers.js';
 
@@ -443,7 +444,7 @@ describe('applyOps convergence (property)', () => {
           // Every op is one the server accepts.
           for (const op of sorted) expect(() => parseOp(JSON.parse(JSON.stringify(op)))).not.toThrow();
           const inOrder = await replicaOf([sorted]);
-          // Every row sorts after the delete its life began after, as an op of the life does: sync-seed.ts
+          // Every row sorts after the delete its life began after, as an op of the life does: replication/seed.ts
           // queues rows as ops at their own order keys.
           const life = (await inOrder.sessions.get(['u', 's']))?.after;
           if (life !== undefined) {

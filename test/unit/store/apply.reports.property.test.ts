@@ -16,7 +16,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createHlc, hlcOf, type HybridLogicalClock, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
 import { applyOps, deleteBody, type DroppedWork, type SaveConflict } from '../../../src/store/apply.js';
-import { createDb, sessionRange, sessionTables, tombstoneKey, type SessionRow, type TabulaDb } from '../../../src/store/schema.js';
+import { createDb, sessionRange, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
+import type { SessionRow } from '../../../src/store/db/rows.js';
+import { tombstoneKey } from '../../../src/store/db/keys.js';
 import { fcParams } from '../seed.js';
 import { uniqueName } from './helpers.js';
 

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isTabulaError } from '../../../src/index.js';
 import { mapStorageError } from '../../../src/store/errors.js';
 import { applyOps } from '../../../src/store/apply.js';
-import { createDb, sessionTables } from '../../../src/store/schema.js';
+import { createDb, sessionTables } from '../../../src/store/db/schema.js';
 import { corruptMessage, freshTabula, rawPut } from './helpers.js';
 import { append, at, create, memorySet, prefix, replica, save, SESSION, USER } from './replicas.js';
 
@@ -77,6 +77,29 @@ describe('corrupt rows', () => {
     expect(await db.memory.count()).toBe(0);
     expect((await db.sessions.get([USER, SESSION]))?.tokenTotals).toBeNull();
     db.close();
+  });
+
+  it('a copy of a session with a corrupt message is refused by name and stores nothing: export, and checkpoint as well', async () => {
+    // The bug: checkpoint() copied the message rows into its snapshot without checking them (export checks
+    // every row), so a corrupt row was frozen into the checkpoint and queued for sync.
+    const tabula = await freshTabula();
+    const session = await tabula.session('s');
+    const [first] = await session.append({ role: 'user', content: 'good' });
+    await session.append({ role: 'assistant', content: 'later' });
+    await corruptMessage(tabula.dbName, first!);
+    for (const copy of [() => session.export(), () => session.checkpoint('before the fix')]) {
+      const error: unknown = await copy().then(
+        () => null,
+        (reason: unknown) => reason,
+      );
+      expect(isTabulaError(error, 'schema/invalid')).toBe(true);
+      const message = (error as Error).message;
+      expect(message).toContain('table "messages"');
+      expect(message).toContain(first!.id);
+      expect(message).toContain('message.content');
+    }
+    expect(await session.checkpoints()).toEqual([]);
+    await tabula.close();
   });
 
   it('a foreign session row is refused by name, other sessions still list', async () => {

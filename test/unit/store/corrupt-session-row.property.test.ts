@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { isTabulaError, openTabula } from '../../../src/index.js';
 import { ApproxTokenCounter, PrefixContext, type Op } from '../../../src/core/index.js';
 import { applyOps } from '../../../src/store/apply.js';
-import { checkRow, createDb, sessionTables, type SessionRow } from '../../../src/store/schema.js';
+import { createDb, sessionTables } from '../../../src/store/db/schema.js';
+import { checkRow, type SessionRow } from '../../../src/store/db/rows.js';
 import { fcParams } from '../seed.js';
 import { append, at, create, memorySet, prefix, replica, save, SESSION, USER } from './replicas.js';
 

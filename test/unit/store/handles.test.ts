@@ -10,7 +10,7 @@
 import { describe, expect, it } from 'vitest';
 import type { TabulaError } from '../../../src/index.js';
 import { createHandleTracker, releaseBoth } from '../../../src/store/handles.js';
-import type { Session } from '../../../src/store/session.js';
+import type { Session } from '../../../src/store/session/index.js';
 import { freshTabula } from './helpers.js';
 
 const isNode = typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node === 'string';

@@ -2,7 +2,8 @@ import { expect, vi } from 'vitest';
 import { openTabula, type OpenTabulaOptions, type Session, type Tabula } from '../../../src/index.js';
 import type { OpKind } from '../../../src/core/ops.js';
 import { TabulaError } from '../../../src/core/errors.js';
-import { checkRow, type TabulaDb } from '../../../src/store/schema.js';
+import type { TabulaDb } from '../../../src/store/db/schema.js';
+import { checkRow } from '../../../src/store/db/rows.js';
 
 let counter = 0;
 

@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createKnownRows } from '../../../src/store/known-rows.js';
-import type { SessionRow } from '../../../src/store/schema.js';
+import type { SessionRow } from '../../../src/store/db/rows.js';
 
 /** A stand-in row: the cache stores rows by reference and never reads their fields. */
 const rowOf = (sessionId: string) => ({ sessionId }) as unknown as SessionRow;

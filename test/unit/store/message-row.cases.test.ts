@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { checkMessageRow, isValidMessageRow } from '../../../src/store/message-row.js';
-import { checkRow } from '../../../src/store/schema.js';
+import { checkRow } from '../../../src/store/db/rows.js';
 import { verdictOf, zodAcceptsMessageRow } from './helpers.js';
 
 type Fields = Record<string, unknown>;

@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkMessageRow, isValidMessageRow } from '../../../src/store/message-row.js';
-import { checkRow, messageRow } from '../../../src/store/schema.js';
+import { checkRow, messageRow } from '../../../src/store/db/rows.js';
 import { verdictOf, zodAcceptsMessageRow } from './helpers.js';
 import { fcParams, TEST_SEED } from '../seed.js';
 

@@ -20,7 +20,8 @@ import { formatHlc } from '../../../src/core/index.js';
 import { applyAppends, applyOps, flushSlot, loadSlot, type AppendOp, type ApplyOptions } from '../../../src/store/apply.js';
 import { abortTransaction, nativeRequests, nativeTransaction, succeeded, transactionDone } from '../../../src/store/native-requests.js';
 import { dexieRequests, type WriteRequests } from '../../../src/store/requests.js';
-import { createDb, messageRow, type MetaRow, type TabulaDb } from '../../../src/store/schema.js';
+import { createDb, type TabulaDb } from '../../../src/store/db/schema.js';
+import { messageRow, type MetaRow } from '../../../src/store/db/rows.js';
 import { freshTabula, uniqueName } from './helpers.js';
 
 /** The store names of each readwrite transaction Dexie created while registered, for databases named `prefix…`. */

@@ -7,7 +7,8 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { readMessageRows, readSessionOpen } from '../../../src/store/open-read.js';
-import { createDb, messageRow, type MessageRow, type TabulaDb } from '../../../src/store/schema.js';
+import { createDb, type TabulaDb } from '../../../src/store/db/schema.js';
+import { messageRow, type MessageRow } from '../../../src/store/db/rows.js';
 import { uniqueName } from './helpers.js';
 
 afterEach(() => {

@@ -9,7 +9,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { readMessageRows, readSessionOpen } from '../../../src/store/open-read.js';
-import { createDb, messageRow, type MessageRow, type RunRow } from '../../../src/store/schema.js';
+import { createDb } from '../../../src/store/db/schema.js';
+import { messageRow, type MessageRow, type RunRow } from '../../../src/store/db/rows.js';
 import { fcParams, TEST_SEED } from '../seed.js';
 import { freshTabula, uniqueName } from './helpers.js';
 

@@ -12,7 +12,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Session, SessionChange } from '../../../src/index.js';
 import { localLocks } from '../../../src/store/locks.js';
-import { createDb } from '../../../src/store/schema.js';
+import { createDb } from '../../../src/store/db/schema.js';
 import { freshTabula, uniqueName, waitFor } from './helpers.js';
 
 const hasWebLocks = typeof navigator === 'object' && 'locks' in navigator;

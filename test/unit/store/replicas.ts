@@ -8,7 +8,7 @@ import { expect } from 'vitest';
 import { ApproxTokenCounter, formatHlc, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
 import { openTabula, type Tabula } from '../../../src/index.js';
 import { applyOps } from '../../../src/store/apply.js';
-import { createDb, sessionTables } from '../../../src/store/schema.js';
+import { createDb, sessionTables } from '../../../src/store/db/schema.js';
 import { uniqueName } from './helpers.js';
 
 export const USER = 'u';

@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { isTabulaError, type RunContext } from '../../../src/index.js';
-import { createDb } from '../../../src/store/schema.js';
+import { createDb } from '../../../src/store/db/schema.js';
 import { freshTabula, uniqueName } from './helpers.js';
 
 function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {

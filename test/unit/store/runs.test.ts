@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { isTabulaError, type RunContext } from '../../../src/index.js';
-import { createDb } from '../../../src/store/schema.js';
+import { createDb } from '../../../src/store/db/schema.js';
 import { freshTabula, uniqueName } from './helpers.js';
 
 const later = (ms = 5) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ApproxTokenCounter, PrefixContext, type Message, type TokenCounter, type TokenMeasure } from '../../../src/index.js';
-import { createDb } from '../../../src/store/schema.js';
+import { createDb } from '../../../src/store/db/schema.js';
 import { freshTabula, nextChange, uniqueName, waitFor } from './helpers.js';
 
 afterEach(() => {

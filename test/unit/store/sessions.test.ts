@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isTabulaError, openTabula } from '../../../src/index.js';
-import { createDb, tombstoneKey } from '../../../src/store/schema.js';
+import { createDb } from '../../../src/store/db/schema.js';
+import { tombstoneKey } from '../../../src/store/db/keys.js';
 import { freshTabula, uniqueName } from './helpers.js';
 
 describe('openTabula and sessions', () => {

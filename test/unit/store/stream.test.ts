@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createDb } from '../../../src/store/schema.js';
+import { createDb } from '../../../src/store/db/schema.js';
 import { freshTabula, nextChange, uniqueName, waitFor } from './helpers.js';
 
 describe('session.stream', () => {

@@ -9,7 +9,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Tabula } from '../../../src/index.js';
 import { dexieRequests } from '../../../src/store/requests.js';
-import { createDb, type OutboxRow } from '../../../src/store/schema.js';
+import { createDb } from '../../../src/store/db/schema.js';
+import { type OutboxRow } from '../../../src/store/db/rows.js';
 import { syncNames } from '../../../src/store/replication/keys.js';
 import { queueOutbox } from '../../../src/store/replication/outbox.js';
 import { httpSync } from '../../../src/sync/index.js';

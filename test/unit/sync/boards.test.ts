@@ -12,7 +12,7 @@ import { describe, expect, it, vi } from 'vitest';
 import * as Y from 'yjs';
 import { ApproxTokenCounter, type BlackboardChange, type JsonValue, type Tabula } from '../../../src/index.js';
 import { BLACKBOARD_MAP } from '../../../src/blackboard/index.js';
-import { createDb } from '../../../src/store/schema.js';
+import { createDb } from '../../../src/store/db/schema.js';
 import { syncNames } from '../../../src/store/replication/keys.js';
 import { tokenFor, uniqueUser } from '../../server/helpers.js';
 import { freshTabula, uniqueName } from '../store/helpers.js';

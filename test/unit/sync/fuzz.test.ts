@@ -95,7 +95,7 @@ import {
 } from '../../../src/index.js';
 import { BLACKBOARD_MAP } from '../../../src/blackboard/index.js';
 import type { SyncServer } from '../../../src/server/index.js';
-import { createDb } from '../../../src/store/schema.js';
+import { createDb } from '../../../src/store/db/schema.js';
 import { syncNames } from '../../../src/store/replication/keys.js';
 import { MAX_OP_BYTES } from '../../../src/store/replication/outbox.js';
 import { httpSync } from '../../../src/sync/index.js';

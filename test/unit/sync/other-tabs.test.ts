@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { type SessionChange, type Tabula } from '../../../src/index.js';
-import { createDb } from '../../../src/store/schema.js';
+import { createDb } from '../../../src/store/db/schema.js';
 import { uniqueUser } from '../../server/helpers.js';
 import { freshTabula, waitFor } from '../store/helpers.js';
 import { device, startServer } from './helpers.js';

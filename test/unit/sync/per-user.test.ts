@@ -18,7 +18,7 @@ import { makeOp, type Op } from '../../../src/core/index.js';
 import type { Tabula } from '../../../src/index.js';
 import { BLACKBOARD_MAP } from '../../../src/blackboard/index.js';
 import type { SyncServer } from '../../../src/server/index.js';
-import { createDb } from '../../../src/store/schema.js';
+import { createDb } from '../../../src/store/db/schema.js';
 import { syncNames } from '../../../src/store/replication/keys.js';
 import { call, noteOp, orderKey, tokenFor, uniqueUser } from '../../server/helpers.js';
 import { uniqueName } from '../store/helpers.js';

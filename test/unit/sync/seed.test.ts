@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { PrefixContext, type Tabula } from '../../../src/index.js';
-import { createDb } from '../../../src/store/schema.js';
+import { createDb } from '../../../src/store/db/schema.js';
 import { syncNames } from '../../../src/store/replication/keys.js';
 import { uniqueUser } from '../../server/helpers.js';
 import { freshTabula, uniqueName } from '../store/helpers.js';

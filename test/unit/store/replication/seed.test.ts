@@ -1,5 +1,5 @@
 /**
- * What a profile held before sync was on, queued as ops (src/store/sync-seed.ts);
+ * What a profile held before sync was on, queued as ops (src/store/replication/seed.ts);
  * test/unit/sync/seed.test.ts shows such data reaching another device whole.
  * This reads the queued ops themselves. The class of bug this guards: an op
  * for something that is not there (a prefix never set, a save never made, a
@@ -14,7 +14,8 @@
 import { describe, expect, it } from 'vitest';
 import { PrefixContext } from '../../../../src/index.js';
 import type { Op } from '../../../../src/core/ops.js';
-import { createDb, messageRow, type TabulaDb } from '../../../../src/store/schema.js';
+import { createDb, type TabulaDb } from '../../../../src/store/db/schema.js';
+import { messageRow } from '../../../../src/store/db/rows.js';
 import { seedOutbox } from '../../../../src/store/replication/seed.js';
 import { freshTabula, uniqueName } from '../helpers.js';
 

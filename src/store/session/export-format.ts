@@ -4,13 +4,13 @@
  * another browser or on the server.
  */
 import * as z from 'zod/mini';
-import { TabulaError, describeIssues, formatPath } from '../core/errors.js';
-import { JsonValueSchema, findJsonProblem, findKeyProblem, structuralEqual } from '../core/json.js';
-import { ID_MAX_LENGTH, KEY_MAX_LENGTH, nameSchema } from '../core/names.js';
-import { MessageSchema } from '../core/message.js';
-import { safeParse } from '../core/validation.js';
-import { MessageStatusSchema, OrderKeySchema, PrefixDataSchema, StateFieldsSchema, emptyStateFields } from '../core/ops.js';
-import { findNoteProblem } from './note-text.js';
+import { TabulaError, describeIssues, formatPath } from '../../core/errors.js';
+import { JsonValueSchema, findJsonProblem, findKeyProblem, structuralEqual } from '../../core/json.js';
+import { ID_MAX_LENGTH, KEY_MAX_LENGTH, nameSchema } from '../../core/names.js';
+import { MessageSchema } from '../../core/message.js';
+import { safeParse } from '../../core/validation.js';
+import { MessageStatusSchema, OrderKeySchema, PrefixDataSchema, StateFieldsSchema, emptyStateFields } from '../../core/ops.js';
+import { findNoteProblem } from '../note-text.js';
 
 const IdName = nameSchema(ID_MAX_LENGTH);
 const KeyName = nameSchema(KEY_MAX_LENGTH);

@@ -6,9 +6,10 @@
  */
 import { Dexie } from 'dexie';
 import { describe, expect, it } from 'vitest';
-import { openTabula } from '../../../src/index.js';
-import { SCHEMA_VERSION, checkRow, createDb } from '../../../src/store/schema.js';
-import { uniqueName } from './helpers.js';
+import { openTabula } from '../../../../src/index.js';
+import { SCHEMA_VERSION, createDb } from '../../../../src/store/db/schema.js';
+import { checkRow } from '../../../../src/store/db/rows.js';
+import { uniqueName } from '../helpers.js';
 
 /** Version 1 of the stores, verbatim, as a v1 build of Tabula declared them. */
 const STORES_V1 = {

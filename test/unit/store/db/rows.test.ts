@@ -1,13 +1,13 @@
 /**
- * The row schema of every table (schema.ts), one rule at a time: a valid row
+ * The row schema of every table (db/rows.ts), one rule at a time: a valid row
  * is returned as it is, and the same row with one field wrong is refused with
  * `schema/invalid` and zod's issue at that field's path. Mutation testing
- * cannot measure these schemas (Stryker makes no mutant inside `as const`,
- * and they are built at import), so these cases are what guards each rule.
+ * cannot measure these schemas (Stryker makes no mutant in code that runs
+ * at import, as building them does), so these cases are what guards each rule.
  */
 import { describe, expect, it } from 'vitest';
-import { TabulaError } from '../../../src/core/errors.js';
-import { checkRow } from '../../../src/store/schema.js';
+import { TabulaError } from '../../../../src/core/errors.js';
+import { checkRow } from '../../../../src/store/db/rows.js';
 
 type Fields = Record<string, unknown>;
 type Table = Parameters<typeof checkRow>[0];

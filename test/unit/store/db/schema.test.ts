@@ -1,75 +1,15 @@
 /**
- * The parts of schema.ts other modules build on: the meta keys of a session
- * (tombstones, removed-message tombstones, update registers) that apply.ts
- * deletes by prefix, the life of a session row, the range of a user's session
- * rows, the error of a corrupt row (with zod's issues), and the database
- * createDb opens without Dexie's observability layer.
+ * The parts of db/rows.ts and db/schema.ts other modules build on: the life
+ * of a session row, the range of a user's session rows, the error of a
+ * corrupt row (with zod's issues), and the database createDb opens without
+ * Dexie's observability layer. The meta keys are db/keys.test.ts.
  */
 import { Dexie } from 'dexie';
 import { describe, expect, it } from 'vitest';
-import { isTabulaError } from '../../../src/index.js';
-import {
-  createDb,
-  lifeOf,
-  messageUpdatesKey,
-  messageUpdatesPrefix,
-  removedMessageKey,
-  removedMessagePrefix,
-  tombstoneKey,
-  userSessionRows,
-  type SessionRow,
-} from '../../../src/store/schema.js';
-import { corruptMessage, freshTabula, uniqueName } from './helpers.js';
-
-/** Sessions whose ids would run together if a key joined them naively (a prefix of another, separators, quotes). */
-const SESSIONS: Array<[string, string]> = [
-  ['u', 's'],
-  ['u', 's1'],
-  ['u', 's:1'],
-  ['u1', 's'],
-  ['u', ''],
-  ['', 'u'],
-  ['u"', 's'],
-  ['u', '"s'],
-  ['u:s', ''],
-];
-
-describe('meta keys of a session', () => {
-  it('name each session apart, each kind apart, and each message apart', () => {
-    const keys = SESSIONS.flatMap(([userId, sessionId]) => [
-      tombstoneKey(userId, sessionId),
-      removedMessagePrefix(userId, sessionId),
-      messageUpdatesPrefix(userId, sessionId),
-      removedMessageKey(userId, sessionId, 'm1'),
-      removedMessageKey(userId, sessionId, 'm2'),
-      messageUpdatesKey(userId, sessionId, 'm1'),
-      messageUpdatesKey(userId, sessionId, 'm2'),
-    ]);
-    expect(new Set(keys).size).toBe(keys.length);
-  });
-
-  it("hold a session's message keys under its prefixes, and no other session's (apply deletes them by prefix)", () => {
-    for (const [userId, sessionId] of SESSIONS) {
-      for (const [otherUser, otherSession] of SESSIONS) {
-        const same = userId === otherUser && sessionId === otherSession;
-        const removed = removedMessageKey(otherUser, otherSession, 'm');
-        const updates = messageUpdatesKey(otherUser, otherSession, 'm');
-        expect(removed.startsWith(removedMessagePrefix(userId, sessionId))).toBe(same);
-        expect(updates.startsWith(messageUpdatesPrefix(userId, sessionId))).toBe(same);
-        // Neither prefix reaches the other kind, nor the session tombstones (which outlive the session's rows).
-        expect(updates.startsWith(removedMessagePrefix(userId, sessionId))).toBe(false);
-        expect(removed.startsWith(messageUpdatesPrefix(userId, sessionId))).toBe(false);
-        expect(tombstoneKey(otherUser, otherSession).startsWith(removedMessagePrefix(userId, sessionId))).toBe(false);
-        expect(tombstoneKey(otherUser, otherSession).startsWith(messageUpdatesPrefix(userId, sessionId))).toBe(false);
-      }
-    }
-  });
-
-  it('end with the message id, whatever it holds', () => {
-    expect(removedMessageKey('u', 's', 'a:b"c')).toBe(`${removedMessagePrefix('u', 's')}a:b"c`);
-    expect(messageUpdatesKey('u', 's', 'a:b"c')).toBe(`${messageUpdatesPrefix('u', 's')}a:b"c`);
-  });
-});
+import { isTabulaError } from '../../../../src/index.js';
+import { createDb, userSessionRows } from '../../../../src/store/db/schema.js';
+import { lifeOf, type SessionRow } from '../../../../src/store/db/rows.js';
+import { corruptMessage, freshTabula, uniqueName } from '../helpers.js';
 
 describe('lifeOf', () => {
   const row = (fields: Partial<SessionRow>) => ({ createdOrder: 'created', ...fields }) as SessionRow;
