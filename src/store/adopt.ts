@@ -13,7 +13,7 @@ import { TabulaError } from '../core/errors.js';
 import { hlcOf } from '../core/hlc.js';
 import type { JsonValue } from '../core/json.js';
 import type { Op, OpKind } from '../core/ops.js';
-import { applyAppends, applyOp, flushSlot, loadSlot, type AppendOp, type SessionSlot } from './apply.js';
+import { applyAppends, applyOp, flushSlot, loadSlot, type AppendOp, type SessionSlot } from './apply/index.js';
 import { newId } from './ids.js';
 import { dexieRequests } from './requests.js';
 import { lifeOf, sessionTables, tombstoneKey, type OutboxRow, type TabulaDb } from './schema.js';

@@ -33,7 +33,7 @@ import { addNote } from './notes.js';
 import { createRunner, type RunContext, type RunOptions } from './runs.js';
 import { openStream, type MessageStream, type StreamInit } from './stream.js';
 import { checkRow, sessionRange, type SessionRow } from './schema.js';
-import { IMPORTED } from './apply.js';
+import { IMPORTED } from './apply/index.js';
 import { checkMessageRow } from './message-row.js';
 import { readMessageRows } from './open-read.js';
 import { toStoredMessage, toWireMessage } from './stored.js';

@@ -28,7 +28,7 @@ import { createDb, checkRow, lifeOf, userSessionRows } from './schema.js';
 import { createHandleTracker, releaseBoth } from './handles.js';
 import { createKnownRows } from './known-rows.js';
 import { createSessionHandle, importInto, type Session } from './session.js';
-import { deleteBody } from './apply.js';
+import { deleteBody } from './apply/index.js';
 import type { SessionInfo, SessionOptions } from './types.js';
 import { assertOpen, commit, type StoreContext } from './writer.js';
 

@@ -17,7 +17,7 @@ import { TabulaError } from '../core/errors.js';
 import { hlcOf, keyAfter, type HybridLogicalClock } from '../core/hlc.js';
 import type { Op, OpBody, OpKind } from '../core/ops.js';
 import type { TokenCounter } from '../core/tokens.js';
-import { applyAppends, applyOp, flushSlot, isSynced, knownRowsHeld, knownSlot, loadSlot, StaleKnownRow, tombstoneOf, type AppendOp, type SessionSlot } from './apply.js';
+import { applyAppends, applyOp, flushSlot, isSynced, knownRowsHeld, knownSlot, loadSlot, StaleKnownRow, tombstoneOf, type AppendOp, type SessionSlot } from './apply/index.js';
 import type { BoardRegistry } from '../blackboard/registry.js';
 import type { ChangeFeed } from './changes.js';
 import type { RunCoordinator } from './coordinator.js';

@@ -28,7 +28,7 @@ import { TabulaError } from '../core/errors.js';
 import type { JsonValue } from '../core/json.js';
 import { safeParse } from '../core/validation.js';
 import type { Op, OpKind } from '../core/ops.js';
-import { applyOps, StaleKnownRow, type ApplyOptions, type DroppedWork, type SaveConflict } from '../store/apply.js';
+import { applyOps, StaleKnownRow, type ApplyOptions, type DroppedWork, type SaveConflict } from '../store/apply/index.js';
 import type { DroppedWorkInfo, SaveConflictInfo } from '../store/changes.js';
 import { checkRow, sessionTables, userOutbox, type OutboxRow } from '../store/schema.js';
 import { SYNC_NUDGE, syncNames, type ParkedItem, type SyncAdapter, type SyncEngine, type SyncHost, type SyncStatus } from '../store/sync-host.js';

@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { subOrder, type Op } from '../../../src/core/index.js';
-import { applyOps, type SaveConflict } from '../../../src/store/apply.js';
+import { applyOps, type SaveConflict } from '../../../src/store/apply/index.js';
 import { createDb, messageUpdatesKey, sessionTables } from '../../../src/store/schema.js';
 import { uniqueName } from './helpers.js';
 import { append, at, BASE_MS, closeReplicas, converge, create, memorySet, op, prefix, replica, save, SESSION, snapshotOf, update, USER, view } from './replicas.js';

@@ -15,7 +15,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createHlc, hlcOf, type HybridLogicalClock, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
-import { applyOps, deleteBody, type DroppedWork, type SaveConflict } from '../../../src/store/apply.js';
+import { applyOps, deleteBody, type DroppedWork, type SaveConflict } from '../../../src/store/apply/index.js';
 import { createDb, sessionRange, sessionTables, tombstoneKey, type SessionRow, type TabulaDb } from '../../../src/store/schema.js';
 import { fcParams } from '../seed.js';
 import { uniqueName } from './helpers.js';

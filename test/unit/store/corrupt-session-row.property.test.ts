@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isTabulaError, openTabula } from '../../../src/index.js';
 import { ApproxTokenCounter, PrefixContext, type Op } from '../../../src/core/index.js';
-import { applyOps } from '../../../src/store/apply.js';
+import { applyOps } from '../../../src/store/apply/index.js';
 import { checkRow, createDb, sessionTables, type SessionRow } from '../../../src/store/schema.js';
 import { fcParams } from '../seed.js';
 import { append, at, create, memorySet, prefix, replica, save, SESSION, USER } from './replicas.js';
