@@ -229,7 +229,7 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
       publish: (changes) => {
         for (const change of changes) {
           store.feed.publish(change, 'remote');
-          // A create can end a life too: one of a life past this replica's last delete proves that delete (see apply.ts).
+          // A create can end a life too: one of a life past this replica's last delete proves that delete (see store/apply/, "session lives").
           if (change.kinds.includes('session.delete') || change.kinds.includes('session.create')) pruneBoards(store, change.userId, change.sessionId);
         }
       },

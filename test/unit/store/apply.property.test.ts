@@ -251,7 +251,7 @@ describe('applyOp idempotence and convergence (property)', () => {
 
   it('replicas that get one op set of three writers in random orders, with duplicates and random batches, end equal on every table', { timeout: PROPERTY_TIMEOUT_MS }, async () => {
     testSeed('apply random order');
-    // Everything but a re-create after a delete: a session's lives must reach a replica in order (see apply.ts).
+    // Everything but a re-create after a delete: a session's lives must reach a replica in order (see store/apply/).
     const writerActionArb = actionArb.filter((action) => action.kind !== 'create');
     const deliveryArb = (count: number) =>
       fc.record({

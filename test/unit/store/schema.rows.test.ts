@@ -1,6 +1,6 @@
 /**
  * The parts of schema.ts other modules build on: the meta keys of a session
- * (tombstones, removed-message tombstones, update registers) that apply.ts
+ * (tombstones, removed-message tombstones, update registers) that store/apply/
  * deletes by prefix, the life of a session row, the range of a user's session
  * rows, the error of a corrupt row (with zod's issues), and the database
  * createDb opens without Dexie's observability layer.

@@ -34,7 +34,7 @@
  * and deleted once by device i, never to come back; `lives` is written,
  * deleted and created again by every device, so deletes and re-creates race
  * with other devices' writes to the old life and with each other (each op
- * names its life: apply.ts, "session lives"). `forked` is forked from
+ * names its life: store/apply/, "session lives"). `forked` is forked from
  * `origin` (written before the schedule, and now and then during it) and
  * `imported` imported from an export of it by any device that does not have
  * it, so two devices often copy one history into one id, each from its own
