@@ -5,7 +5,7 @@
  * and runs the Node unit tests that cover it; a surviving mutant is a bug no
  * test would catch. Iterate on one file (its own incremental file keeps the
  * full run's intact) with
- *   npx stryker run --mutate src/store/apply.ts --incrementalFile reports/apply.incremental.json
+ *   npx stryker run --mutate 'src/store/apply/*.ts' --incrementalFile reports/apply.incremental.json
  * Reports: reports/mutation/index.html and reports/mutation/mutation.json;
  * `node scripts/mutation-summary.mjs` prints the score per file and folder.
  */
@@ -29,9 +29,11 @@ export default {
     '!src/tokens/serve.ts',
     // Not a barrel: the session handle itself (a later pattern takes a file back in).
     'src/store/session/index.ts',
+    // Not a barrel: the apply folder's index.ts is its batch driver (applyOps, applyOp and the rule table).
+    'src/store/apply/index.ts',
   ],
   coverageAnalysis: 'perTest',
-  // Colours of the report: the goal is 85% on these folders and 90% on store/apply.ts. No break: the
+  // Colours of the report: the goal is 85% on these folders and 90% on store/apply/. No break: the
   // score is read, not enforced, while the suite grows.
   thresholds: { high: 90, low: 85, break: null },
   concurrency: 2,

@@ -108,7 +108,7 @@ const bodies = {
   // `seen` names what the deleting replica had of the life it ended: for each clock that wrote to it, the
   // greatest order key of that clock applied there (the SEEN_MAX most recent clocks; an op of a clock not
   // named counts as unseen). A replica applying the delete names the work it drops that the deleter never
-  // saw (see `DroppedWork` in apply.ts). Older deletes have none.
+  // saw (see `DroppedWork` in store/apply/lives.ts). Older deletes have none.
   'session.delete': z.strictObject({ seen: z.optional(z.array(HlcKeySchema).check(z.maxLength(SEEN_MAX))) }),
   'session.clear': z.strictObject({}),
   // `order`: where the message sorts, when not at the op's own order key. An import or fork keeps the

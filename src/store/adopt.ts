@@ -14,7 +14,7 @@ import { hlcOf } from '../core/hlc.js';
 import { checkName } from '../core/names.js';
 import type { JsonValue } from '../core/json.js';
 import type { Op, OpKind } from '../core/ops.js';
-import { applyAppends, applyOp, flushSlot, loadSlot, type AppendOp, type SessionSlot } from './apply.js';
+import { applyAppends, applyOp, flushSlot, loadSlot, type AppendOp, type SessionSlot } from './apply/index.js';
 import { newId } from './ids.js';
 import { dexieRequests } from './requests.js';
 import { mapStorageError } from './errors.js';

@@ -7,7 +7,7 @@
  * inside the same transaction, and a wrong guess costs a retry, nothing else.
  * A known row is valid: it passed `checkRow`, or apply built it from one that
  * did; the check compares the stored row with it field by field and does not
- * validate the stored row again (see `knownSlot` in apply.ts), so a row that
+ * validate the stored row again (see `knownSlot` in store/apply/slot.ts), so a row that
  * was never validated must not be recorded here.
  * Bounded: the least recently used rows are forgotten first.
  */

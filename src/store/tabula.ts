@@ -30,7 +30,7 @@ import { checkRow, lifeOf } from './db/rows.js';
 import { createHandleTracker, releaseBoth } from './handles.js';
 import { createKnownRows } from './known-rows.js';
 import { createSessionHandle, importInto, type Session } from './session/index.js';
-import { deleteBody } from './apply.js';
+import { deleteBody } from './apply/index.js';
 import type { SessionInfo, SessionOptions } from './types.js';
 import { assertOpen, type StoreContext } from './context.js';
 import { commit } from './writer.js';

@@ -16,7 +16,7 @@
 import { TabulaError } from '../core/errors.js';
 import { hlcOf, keyAfter } from '../core/hlc.js';
 import type { Op, OpBody, OpKind } from '../core/ops.js';
-import { applyAppends, applyOp, flushSlot, isSynced, knownRowsHeld, knownSlot, loadSlot, StaleKnownRow, tombstoneOf, type AppendOp, type SessionSlot } from './apply.js';
+import { applyAppends, applyOp, flushSlot, isSynced, knownRowsHeld, knownSlot, loadSlot, StaleKnownRow, tombstoneOf, type AppendOp, type SessionSlot } from './apply/index.js';
 import { assertOpen, type StoreContext } from './context.js';
 import { mapStorageError } from './errors.js';
 import { newId } from './ids.js';

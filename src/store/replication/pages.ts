@@ -10,7 +10,7 @@ import { TabulaError } from '../../core/errors.js';
 import { hlcOf, parseHlc } from '../../core/hlc.js';
 import type { Op, OpKind } from '../../core/ops.js';
 import { afterCommit } from '../after-commit.js';
-import { applyOps, StaleKnownRow, type ApplyOptions, type DroppedWork, type SaveConflict } from '../apply.js';
+import { applyOps, StaleKnownRow, type ApplyOptions, type DroppedWork, type SaveConflict } from '../apply/index.js';
 import type { DroppedWorkInfo, SaveConflictInfo } from '../changes.js';
 import { sessionTables } from '../db/schema.js';
 import type { StoreContext } from '../context.js';

@@ -5,7 +5,7 @@
  * as a new version), and {@link importInto}, which turns an export into the
  * ops that recreate it. Every row a copy takes is validated first, as every
  * read is: a corrupt row is named, never copied. How a restore folds into
- * concurrent writes is apply.ts's rule.
+ * concurrent writes is store/apply/'s rule.
  */
 import type { Blackboard } from '../../blackboard/blackboard.js';
 import { TabulaError } from '../../core/errors.js';
@@ -14,7 +14,7 @@ import { shortHash } from '../../core/hash.js';
 import { checkName } from '../../core/names.js';
 import { checkOptions, describeValue } from '../../core/args.js';
 import type { MessageStatus } from '../../core/ops.js';
-import { IMPORTED } from '../apply.js';
+import { IMPORTED } from '../apply/index.js';
 import { checkRow, type MessageRow } from '../db/rows.js';
 import { sessionRange } from '../db/schema.js';
 import { mapStorageError } from '../errors.js';

@@ -4,7 +4,7 @@
  * transaction `session()` read in while it is alive (open-read.ts); an append
  * is one write over only the stores an append touches (writer.ts). Streams
  * (stream.ts) and runs (runs.ts) build on these appends or write through the
- * same path; removal and ordering rules are apply.ts's.
+ * same path; removal and ordering rules are store/apply/'s.
  */
 import { TabulaError } from '../../core/errors.js';
 import { parseMessage, type Message } from '../../core/message.js';

@@ -4,7 +4,7 @@
  * whole state compare-and-set against the version it was built on. On a
  * conflict it refuses, overwrites, or runs the caller's merge function and
  * tries again, as the caller's policy says. Which save wins between replicas
- * is apply.ts's rule, not this module's.
+ * is store/apply/'s rule, not this module's.
  */
 import { TabulaError, describeIssues, formatPath } from '../../core/errors.js';
 import { deepFreeze, findJsonProblem } from '../../core/json.js';

@@ -13,7 +13,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatHlc, type Op } from '../../../src/core/index.js';
-import { applyOps } from '../../../src/store/apply.js';
+import { applyOps } from '../../../src/store/apply/index.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
 import { fcParams, TEST_SEED } from '../seed.js';
 import { uniqueName } from './helpers.js';

@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Op } from '../../../src/core/index.js';
-import { applyOps, StaleKnownRow, type ApplyOptions } from '../../../src/store/apply.js';
+import { applyOps, StaleKnownRow, type ApplyOptions } from '../../../src/store/apply/index.js';
 import { createKnownRows } from '../../../src/store/known-rows.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
 import { uniqueName } from './helpers.js';

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createHlc, subOrder, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
-import { applyOps, type SaveConflict } from '../../../src/store/apply.js';
+import { applyOps, type SaveConflict } from '../../../src/store/apply/index.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
 import { freshTabula, uniqueName } from './helpers.js';
 

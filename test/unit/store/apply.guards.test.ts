@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatHlc, subOrder, type Op } from '../../../src/core/index.js';
-import { applyOps } from '../../../src/store/apply.js';
+import { applyOps } from '../../../src/store/apply/index.js';
 import { createDb, sessionTables } from '../../../src/store/db/schema.js';
 import { uniqueName } from './helpers.js';
 import {

@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { subOrder, type Op } from '../../../src/core/index.js';
-import { applyOps, type SaveConflict } from '../../../src/store/apply.js';
+import { applyOps, type SaveConflict } from '../../../src/store/apply/index.js';
 import { createDb, sessionTables } from '../../../src/store/db/schema.js';
 import { messageUpdatesKey } from '../../../src/store/db/keys.js';
 import { uniqueName } from './helpers.js';

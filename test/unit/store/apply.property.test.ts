@@ -9,7 +9,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createHlc, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
-import { applyOps } from '../../../src/store/apply.js';
+import { applyOps } from '../../../src/store/apply/index.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
 import { fcParams, testSeed } from '../seed.js';
 import { expectStreamIndexExact, freshTabula, uniqueName, withoutLife } from './helpers.js';
@@ -251,7 +251,7 @@ describe('applyOp idempotence and convergence (property)', () => {
 
   it('replicas that get one op set of three writers in random orders, with duplicates and random batches, end equal on every table', { timeout: PROPERTY_TIMEOUT_MS }, async () => {
     testSeed('apply random order');
-    // Everything but a re-create after a delete: a session's lives must reach a replica in order (see apply.ts).
+    // Everything but a re-create after a delete: a session's lives must reach a replica in order (see store/apply/).
     const writerActionArb = actionArb.filter((action) => action.kind !== 'create');
     const deliveryArb = (count: number) =>
       fc.record({

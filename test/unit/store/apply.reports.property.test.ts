@@ -15,7 +15,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createHlc, hlcOf, type HybridLogicalClock, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
-import { applyOps, deleteBody, type DroppedWork, type SaveConflict } from '../../../src/store/apply.js';
+import { applyOps, deleteBody, type DroppedWork, type SaveConflict } from '../../../src/store/apply/index.js';
 import { createDb, sessionRange, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
 import type { SessionRow } from '../../../src/store/db/rows.js';
 import { tombstoneKey } from '../../../src/store/db/keys.js';

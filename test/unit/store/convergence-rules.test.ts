@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { parseOp, type Op } from '../../../src/core/index.js';
 import { SEEN_MAX } from '../../../src/core/ops.js';
 import { openTabula, type SessionExport, type Tabula } from '../../../src/index.js';
-import { applyOps, deleteBody, type DroppedWork, type SaveConflict } from '../../../src/store/apply.js';
+import { applyOps, deleteBody, type DroppedWork, type SaveConflict } from '../../../src/store/apply/index.js';
 import { createDb, sessionTables, userOutbox } from '../../../src/store/db/schema.js';
 import { type SessionRow } from '../../../src/store/db/rows.js';
 import type { SyncAdapter } from '../../../src/store/replication/contract.js';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isTabulaError } from '../../../src/index.js';
 import { mapStorageError } from '../../../src/store/errors.js';
-import { applyOps } from '../../../src/store/apply.js';
+import { applyOps } from '../../../src/store/apply/index.js';
 import { createDb, sessionTables } from '../../../src/store/db/schema.js';
 import { corruptMessage, freshTabula, rawPut } from './helpers.js';
 import { append, at, create, memorySet, prefix, replica, save, SESSION, USER } from './replicas.js';

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isTabulaError, openTabula } from '../../../src/index.js';
 import { ApproxTokenCounter, PrefixContext, type Op } from '../../../src/core/index.js';
-import { applyOps } from '../../../src/store/apply.js';
+import { applyOps } from '../../../src/store/apply/index.js';
 import { createDb, sessionTables } from '../../../src/store/db/schema.js';
 import { checkRow, type SessionRow } from '../../../src/store/db/rows.js';
 import { fcParams } from '../seed.js';

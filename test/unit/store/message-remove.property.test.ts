@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createHlc, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
-import { applyOps } from '../../../src/store/apply.js';
+import { applyOps } from '../../../src/store/apply/index.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
 import { fcParams, testSeed } from '../seed.js';
 import { freshTabula, uniqueName } from './helpers.js';

@@ -17,7 +17,7 @@
 import { Dexie, type DBCore } from 'dexie';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { formatHlc } from '../../../src/core/index.js';
-import { applyAppends, applyOps, flushSlot, loadSlot, type AppendOp, type ApplyOptions } from '../../../src/store/apply.js';
+import { applyAppends, applyOps, flushSlot, loadSlot, type AppendOp, type ApplyOptions } from '../../../src/store/apply/index.js';
 import { abortTransaction, nativeRequests, nativeTransaction, succeeded, transactionDone } from '../../../src/store/native-requests.js';
 import { dexieRequests, type WriteRequests } from '../../../src/store/requests.js';
 import { createDb, type TabulaDb } from '../../../src/store/db/schema.js';

@@ -7,7 +7,7 @@
 import { expect } from 'vitest';
 import { ApproxTokenCounter, formatHlc, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
 import { openTabula, type Tabula } from '../../../src/index.js';
-import { applyOps } from '../../../src/store/apply.js';
+import { applyOps } from '../../../src/store/apply/index.js';
 import { createDb, sessionTables } from '../../../src/store/db/schema.js';
 import { uniqueName } from './helpers.js';
 

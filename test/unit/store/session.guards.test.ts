@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApproxTokenCounter, WorkingContext, formatHlc, isTabulaError, parseHlc, tagged, type Op } from '../../../src/core/index.js';
 import type { Tabula } from '../../../src/index.js';
-import { applyOps } from '../../../src/store/apply.js';
+import { applyOps } from '../../../src/store/apply/index.js';
 import { createDb, sessionTables } from '../../../src/store/db/schema.js';
 import { freshTabula } from './helpers.js';
 

@@ -96,7 +96,7 @@ describe('the outbox a local write fills', () => {
   });
 
   it('names the life each op was written in: a re-created session’s ops name the delete that ended the last one', async () => {
-    // Another replica places an op by the life it names, not by its order (apply.ts, enterLife): an op
+    // Another replica places an op by the life it names, not by its order (store/apply/lives.ts, enterLife): an op
     // that named none, or the wrong one, would be dropped there or brought into the wrong life.
     const offline = () => Promise.reject(new Error('offline'));
     const tabula = await freshTabula({ userId: 'alice', sync: httpSync({ url: 'http://sync.test', token: 'token', fetch: offline, pollIntervalMs: 3_600_000 }) });

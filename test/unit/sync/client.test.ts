@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createHlc, makeOp } from '../../../src/core/index.js';
-import { applyOps } from '../../../src/store/apply.js';
+import { applyOps } from '../../../src/store/apply/index.js';
 import { createDb, sessionTables } from '../../../src/store/db/schema.js';
 import { httpSync } from '../../../src/sync/index.js';
 import { PrefixContext, type SessionChange, type Tabula } from '../../../src/index.js';

@@ -43,7 +43,7 @@
  * and deleted once by device i, never to come back; `lives` is written,
  * deleted and created again by every device, so deletes and re-creates race
  * with other devices' writes to the old life and with each other (each op
- * names its life: apply.ts, "session lives"). `forked` is forked from
+ * names its life: store/apply/, "session lives"). `forked` is forked from
  * `origin` (written before the schedule, and now and then during it) and
  * `imported` imported from an export of it by any device that does not have
  * it, so two devices often copy one history into one id, each from its own
@@ -204,7 +204,7 @@ function unreportedSaves(
       continue;
     }
     const last = final(save.userId, save.sessionId);
-    // A clear or restore ordered after a save drops its summary, whatever replica applies it (apply.ts, settleSummary).
+    // A clear or restore ordered after a save drops its summary, whatever replica applies it (store/apply/state.ts, settleSummary).
     const cleared = ops.some((o) => same(o) && (o.kind === 'session.clear' || o.kind === 'checkpoint.restore') && o.order > op.order);
     if (isDeepStrictEqual(last, save.state) || (cleared && isDeepStrictEqual(last, { ...save.state, summary: null }))) counts.final += 1;
     else if (ops.some((o) => same(o) && o.kind === 'session.delete' && o.after === op.after)) counts.ended += 1;

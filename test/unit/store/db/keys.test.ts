@@ -1,6 +1,6 @@
 /**
  * The meta keys of a session (db/keys.ts): tombstones, removed-message
- * tombstones and update registers, which apply.ts deletes by prefix and sync
+ * tombstones and update registers, which store/apply/ deletes by prefix and sync
  * seeding reads back, told apart whatever the ids hold.
  */
 import { describe, expect, it } from 'vitest';
