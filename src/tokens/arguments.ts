@@ -5,18 +5,13 @@
  * before anything is counted or cached; a worker's bad answer is a
  * `schema/invalid`. Counting itself lives in counter.ts.
  */
+import { isPlainObject } from '../core/args.js';
 import { TabulaError } from '../core/errors.js';
 import type { Message } from '../core/message.js';
 import { messageTokenText } from '../core/tokens.js';
 import type { WorkerPreference } from './backend.js';
 import type { CountTextOptions, TokenCounterOptions } from './counter.js';
 import { ENCODINGS, type Encoding } from './engine.js';
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
-}
 
 /** What a wrong argument was, for the error message: its kind, and its value when short. */
 export function describe(value: unknown): string {
