@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { fcParams } from '../seed.js';
 import { describe, expect, it } from 'vitest';
-import { shortHash } from '../../../src/core/index.js';
+import { shortHash } from '../../../src/core/hash.js';
 import { shortHash as langgraphHash } from '../../../src/langgraph/records.js';
 import { shortHash as agentsHash } from '../../../src/openai-agents/codec.js';
 

@@ -14,7 +14,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createHlc, hlcOf, type HybridLogicalClock, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
+import { createHlc, type HybridLogicalClock, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
+import { hlcOf } from '../../../src/core/hlc.js';
 import { applyOps, deleteBody, type DroppedWork, type SaveConflict } from '../../../src/store/apply.js';
 import { createDb, sessionRange, sessionTables, tombstoneKey, type SessionRow, type TabulaDb } from '../../../src/store/schema.js';
 import { fcParams } from '../seed.js';
