@@ -66,7 +66,7 @@ import { fromBase64 } from 'lib0/buffer';
 import { describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
 import { ApproxTokenCounter, PrefixContext, TabulaError, type BlackboardChange, type JsonValue, type MessageStream, type Session, type Tabula } from '../../../src/index.js';
-import { BLACKBOARD_MAP } from '../../../src/blackboard/index.js';
+import { BLACKBOARD_MAP } from '../../../src/blackboard/validate.js';
 import type { SyncServer } from '../../../src/server/index.js';
 import { createDb } from '../../../src/store/schema.js';
 import { MAX_OP_BYTES, syncNames } from '../../../src/store/sync-host.js';
