@@ -113,6 +113,25 @@ export default tseslint.config(
     },
   },
   {
+    // The integrations are built on the public API only, as an app's own code would be: what they need
+    // from Tabula is exported, documented and versioned, never reached for in a private module.
+    files: ['src/langgraph/**/*.ts', 'src/openai-agents/**/*.ts', 'src/react/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              // A regex, not a gitignore-style group: a group cannot re-include ../sync/index.js once ../* matched ../sync.
+              regex: '^\\.\\./(?!(?:index|core/index|sync/index)\\.js$)',
+              message: 'An integration imports Tabula only through its public entry points: ../index.js, ../core/index.js, ../sync/index.js.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // The sync server runs in Node only: it takes the core and the wire protocol, never browser code.
     files: ['src/server/**/*.ts', 'src/sync/protocol.ts'],
     rules: {

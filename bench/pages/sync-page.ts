@@ -13,7 +13,8 @@ import * as current from '../../src/index.js';
 import { openTabula, ApproxTokenCounter, type SessionExport, type Tabula } from '../../src/index.js';
 import { createDb } from '../../src/store/db/schema.js';
 import * as currentSync from '../../src/sync/index.js';
-import { PullResponseSchema, httpSync, parseWire } from '../../src/sync/index.js';
+import { PullResponseSchema, httpSync } from '../../src/sync/index.js';
+import { parseWire } from '../../src/sync/protocol.js';
 
 const now = (): number => performance.timeOrigin + performance.now();
 

@@ -3,6 +3,7 @@
  * Y.Doc (blackboard.ts) and the stand-in used while Yjs loads (lazy.ts)
  * refuse the same arguments with the same errors.
  */
+import { isPlainObject } from '../core/args.js';
 import { TabulaError } from '../core/errors.js';
 import { assertJsonValue, assertSafeKey, cloneJson, type JsonValue } from '../core/json.js';
 
@@ -22,13 +23,6 @@ export function describe(value: unknown): string {
   if (typeof value === 'function') return 'a function';
   if (typeof value === 'symbol') return 'a symbol';
   return `${typeof value} ${value === undefined ? '' : (value as number | boolean | bigint).toString()}`.trim();
-}
-
-/** True for `{}`-literal and null-prototype objects. */
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
 }
 
 /** The key, or `argument/invalid` for an empty or non-string key (and `__proto__`-like keys, see assertSafeKey). */

@@ -1,7 +1,8 @@
-/** The blackboard: a Yjs document per session, persisted in IndexedDB, live in every tab. */
+/**
+ * The blackboard: a Yjs document per session, persisted in IndexedDB, live in
+ * every tab. The part of the public `tabula-sdk` entry it re-exports (see
+ * src/index.ts); the tab transport, the database names and the update check
+ * are internal, imported from their modules.
+ */
 export { createBlackboard } from './blackboard.js';
 export type { Blackboard, BlackboardChange, BlackboardInit, ChangeSource } from './blackboard.js';
-export { REMOTE_ORIGIN, blackboardDatabaseName } from './lives.js';
-export { TabSyncProvider, broadcastTransport } from './tab-provider.js';
-export type { TabFrame, TabSyncOptions, TabTransport } from './tab-provider.js';
-export { checkBlackboardUpdate, BLACKBOARD_MAP } from './validate.js';

@@ -6,7 +6,14 @@
  */
 import { TabulaError } from './errors.js';
 
-/** True for `{}`-style objects (any realm's Object.prototype, or a null prototype). */
+/**
+ * True for `{}`-style objects: JSON data's objects, the one plain-object test of every module.
+ *
+ * A plain object's prototype is `Object.prototype` of some realm (an iframe's, a vm context's, a
+ * library's that built it there) or null. Its own enumerable keys are its data, as for
+ * `JSON.stringify`, whichever realm made it; comparing with our own `Object.prototype` would refuse
+ * such an object in one method and accept it, nested one level down, in the next.
+ */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null) return false;
   const proto = Object.getPrototypeOf(value) as object | null;

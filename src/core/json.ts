@@ -8,6 +8,7 @@
  * runs on every write; it is wrapped as a zod schema for the boundaries.
  */
 import * as z from 'zod/mini';
+import { isPlainObject } from './args.js';
 import { TabulaError, formatPath, type ValidationIssue } from './errors.js';
 
 /** A value that survives `JSON.stringify` / `JSON.parse` unchanged. */
@@ -15,16 +16,6 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 
 /** A JSON object: the shape of a scratchpad, a memory namespace, a state field. */
 export type JsonObject = { [key: string]: JsonValue };
-
-/**
- * A plain object's prototype is `Object.prototype` of some realm (an
- * iframe's, a vm context's) or null; comparing with our own
- * `Object.prototype` would refuse plain objects from another realm.
- */
-function isPlainObject(value: object): boolean {
-  const proto = Object.getPrototypeOf(value) as object | null;
-  return proto === null || Object.getPrototypeOf(proto) === null;
-}
 
 function describeKind(value: unknown): string {
   if (typeof value === 'number') return String(value);
@@ -119,7 +110,7 @@ export function findJsonProblem(value: unknown): ValidationIssue | null {
               return { path: [...path, key], code: 'custom', message: keyProblem };
             }
             path.push(key);
-            const problem = visit((current as Record<string, unknown>)[key]);
+            const problem = visit(current[key]);
             path.pop();
             if (problem) return problem;
           }
@@ -201,7 +192,7 @@ export function plainEqual(a: unknown, b: unknown): boolean {
   const keys = Object.keys(a);
   if (keys.length !== Object.keys(b).length) return false;
   for (const key of keys) {
-    if (!Object.hasOwn(b, key) || !plainEqual((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key])) return false;
+    if (!Object.hasOwn(b, key) || !plainEqual(a[key], b[key])) return false;
   }
   return true;
 }

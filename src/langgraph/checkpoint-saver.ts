@@ -28,9 +28,7 @@ import {
   type PendingWrite,
   type SerializerProtocol,
 } from '@langchain/langgraph-checkpoint';
-import type * as z from 'zod/mini';
-import { safeParse } from '../core/validation.js';
-import { TabulaError, describeIssues, type MemoryTransaction, type Session, type Tabula } from '../index.js';
+import { TabulaError, type MemoryTransaction, type Session, type Tabula } from '../index.js';
 import {
   BlobRecordSchema,
   CheckpointRecordSchema,
@@ -38,6 +36,7 @@ import {
   WriteListSchema,
   fromBase64,
   keys,
+  parseRecord,
   threadScope,
   toBase64,
   type BlobRecord,
@@ -69,19 +68,6 @@ function requireString(value: unknown, field: string, what: string): string {
     );
   }
   return value;
-}
-
-function parseRecord<T>(schema: z.ZodMiniType<T>, value: unknown, key: string, scope: string): T {
-  const result = safeParse(schema, value);
-  if (!result.success) {
-    throw new TabulaError(
-      'schema/invalid',
-      `LangGraph record "${key}" in memory scope "${scope}" is corrupt or was written by incompatible code: ` +
-        `${describeIssues(result.error.issues)}. Delete the thread with deleteThread() to repair it.`,
-      { issues: result.error.issues },
-    );
-  }
-  return result.data;
 }
 
 /** Everything read for one checkpoint, before deserialization. */

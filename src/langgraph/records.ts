@@ -10,9 +10,58 @@
  * - `l:<ns>` the id of the newest checkpoint, so `getTuple` without an id is one read.
  * Long or free-form parts (namespaces, channel names, versions) are hashed to stay under
  * the 128-character key limit; every record also carries its parts in full.
+ *
+ * The integration uses only the public entry points (ESLint enforces it), so
+ * the key hash and the check of a record read back are written out here.
  */
 import * as z from 'zod/mini';
-import { shortHash } from '../index.js';
+import { en } from 'zod/locales';
+import { TabulaError } from '../index.js';
+
+/**
+ * A 64-bit FNV-style hash of `text` (its UTF-16 code units) as 16 lowercase hex digits, for key parts.
+ * Stored keys depend on it, so it must never change: a test holds it to the values it has always given.
+ */
+export function shortHash(text: string): string {
+  let h1 = 0x811c9dc5;
+  let h2 = 0x01000193;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 0x01000193) >>> 0;
+    h2 = Math.imul(h2 ^ c, 0x5bd1e995) >>> 0;
+    h2 = (h2 ^ (h1 >>> 13)) >>> 0;
+  }
+  return h1.toString(16).padStart(8, '0') + h2.toString(16).padStart(8, '0');
+}
+
+// zod/mini has no messages of its own; passed per parse (never z.config()), so the app's zod keeps its own.
+const englishMessages: z.core.ParseContext<z.core.$ZodIssue> = { error: /* @__PURE__ */ en().localeError };
+
+/** `a.b[0].c` from an issue's path. */
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const key of path) out += typeof key === 'number' ? `[${key}]` : out === '' ? String(key) : `.${String(key)}`;
+  return out === '' ? '(root)' : out;
+}
+
+/**
+ * A record read back from memory, checked against its schema; a record that does not match throws
+ * `schema/invalid` naming the key, the scope and each bad field, with zod's issues untouched.
+ */
+export function parseRecord<T>(schema: z.ZodMiniType<T>, value: unknown, key: string, scope: string): T {
+  // eslint-disable-next-line no-restricted-syntax -- the integration's one parse, with English messages (see englishMessages)
+  const result = z.safeParse(schema, value, englishMessages);
+  if (!result.success) {
+    const issues = result.error.issues;
+    throw new TabulaError(
+      'schema/invalid',
+      `LangGraph record "${key}" in memory scope "${scope}" is corrupt or was written by incompatible code: ` +
+        `${issues.map((issue) => `${formatPath(issue.path)}: ${issue.message}`).join('; ')}. Delete the thread with deleteThread() to repair it.`,
+      { issues },
+    );
+  }
+  return result.data;
+}
 
 /** A serialized value: `serde.dumpsTyped` output, as JSON (text kept as text, bytes as base64). */
 export const SerializedSchema = z.union([

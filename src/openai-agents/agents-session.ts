@@ -21,9 +21,9 @@
  * messages follow pops, replaced suffixes and clears.
  */
 import type { AgentInputItem, SessionHistoryTransactionArgs, SessionHistoryTransactionAwareSession } from '@openai/agents-core';
-import { TabulaError, shortHash, stableKey, type JsonValue, type MemoryTransaction, type Session, type Tabula } from '../index.js';
+import { TabulaError, stableKey, type JsonValue, type MemoryTransaction, type Session, type Tabula } from '../index.js';
 import { toChatGroups } from './chat-messages.js';
-import { CHAT_PREFIX, ITEM_PREFIX, OPERATION_PREFIX, decodeItem, encodeItem, nextItemKeys, operationKey } from './codec.js';
+import { CHAT_PREFIX, ITEM_PREFIX, OPERATION_PREFIX, decodeItem, encodeItem, nextItemKeys, operationKey, shortHash } from './codec.js';
 
 /** Options of {@link TabulaAgentsSession}. */
 export interface TabulaAgentsSessionOptions {

@@ -6,8 +6,7 @@
  * out. Pure. `TabulaAgentsSession` keeps this view in `session.messages()`.
  */
 import type { AgentInputItem } from '@openai/agents-core';
-import { safeParse } from '../core/validation.js';
-import { MessageSchema, deepFreeze, type ContentPart, type Message } from '../index.js';
+import { isTabulaError, parseMessage, type ContentPart, type Message } from '../index.js';
 
 type Loose = Record<string, unknown>;
 
@@ -67,8 +66,12 @@ export function toChatGroups(items: readonly AgentInputItem[]): ChatGroup[] {
   });
   // An item too malformed for a chat message (a call without a callId or name) has no chat equivalent.
   return out.flatMap((group) => {
-    const parsed = safeParse(MessageSchema, group.message);
-    return parsed.success ? [{ start: group.start, message: deepFreeze(parsed.data) }] : [];
+    try {
+      return [{ start: group.start, message: parseMessage(group.message) }];
+    } catch (error) {
+      if (isTabulaError(error, 'schema/invalid')) return [];
+      throw error;
+    }
   });
 }
 

@@ -3,6 +3,6 @@
  * keeps a conversation's items in Tabula (IndexedDB, shared by every tab,
  * synced with the session). Peer dependency: `@openai/agents-core` ≥ 0.20.
  */
-export { AGENTS_SCOPE, TabulaAgentsSession } from './agents-session.js';
+export { TabulaAgentsSession } from './agents-session.js';
 export type { TabulaAgentsSessionOptions } from './agents-session.js';
 export { toChatMessages } from './chat-messages.js';

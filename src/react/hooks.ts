@@ -7,6 +7,7 @@
  */
 import { createContext, createElement, useContext, useEffect, useMemo, useState, useSyncExternalStore, type ReactNode } from 'react';
 import { TabulaError, structuralEqual, type JsonValue, type Session, type SessionInfo, type StoredMessage, type Tabula } from '../index.js';
+import type { SyncStatus } from '../sync/index.js';
 import { createLiveQuery, type LiveQuery, type QueryState } from './live-query.js';
 
 const TabulaContext = createContext<Tabula | null>(null);
@@ -183,14 +184,6 @@ export function useBlackboard(session: Session | undefined, key?: string): Reado
   return key === undefined ? whole : value;
 }
 
-/** The sync engine's status, as DESIGN.md §3.5 describes it. */
-export interface SyncStatus {
-  readonly state: 'idle' | 'syncing' | 'offline' | 'error' | 'unauthorized';
-  readonly pending: number;
-  readonly lastSyncedAt: number | null;
-  readonly error?: unknown;
-}
-
 /** The part of `tabula.sync` this hook reads. */
 interface SyncHandleLike {
   status(): SyncStatus;
@@ -207,7 +200,16 @@ function syncOf(tabula: Tabula): SyncHandleLike | null {
 
 const none = () => null;
 
-/** The sync status, live; `null` when this Tabula has no sync. */
+/** The same parked items: the same list, or lists of the same length whose items have the same ids (an id names a parked item). */
+function sameParked(a: SyncStatus['parked'], b: SyncStatus['parked']): boolean {
+  return a === b || (a.length === b.length && a.every((item, i) => item.id === b[i]?.id));
+}
+
+/**
+ * The sync status (`SyncStatus` of `tabula-sdk/sync`, as `tabula.sync.status()` gives it), live: it
+ * re-renders when the state, the pending count, the last sync, the error or the parked items change.
+ * `null` when this Tabula has no sync.
+ */
 export function useSyncStatus(): SyncStatus | null {
   const tabula = useTabula();
   const store = useMemo(() => {
@@ -217,7 +219,13 @@ export function useSyncStatus(): SyncStatus | null {
     // Keep the old object when nothing changed: a new one per status() call would re-render for nothing.
     const refresh = () => {
       const next = sync.status();
-      if (next.state !== snapshot.state || next.pending !== snapshot.pending || next.lastSyncedAt !== snapshot.lastSyncedAt || next.error !== snapshot.error) {
+      if (
+        next.state !== snapshot.state ||
+        next.pending !== snapshot.pending ||
+        next.lastSyncedAt !== snapshot.lastSyncedAt ||
+        next.error !== snapshot.error ||
+        !sameParked(next.parked, snapshot.parked)
+      ) {
         snapshot = next;
       }
     };

@@ -4,6 +4,6 @@
  * built on `useSyncExternalStore`. Peer dependency: `react` 18 or 19.
  */
 export { TabulaProvider, useBlackboard, useMessages, useSession, useSessions, useSyncStatus, useTabula, useTokens } from './hooks.js';
-export type { SyncStatus, TabulaProviderProps } from './hooks.js';
+export type { TabulaProviderProps } from './hooks.js';
 export { createLiveQuery } from './live-query.js';
 export type { LiveQuery, QueryState } from './live-query.js';

@@ -1,4 +1,4 @@
-/** The session store on IndexedDB (Dexie). */
+/** The session store on IndexedDB (Dexie): the part of the public `tabula-sdk` entry it re-exports (see src/index.ts). */
 export { openTabula } from './tabula.js';
 export type { AdoptResult, OpenTabulaOptions, StorageEstimate, Tabula } from './tabula.js';
 export type { Session, SessionJournal } from './session/index.js';
@@ -21,4 +21,3 @@ export type {
   SessionStatePatch,
   StoredMessage,
 } from './types.js';
-export { SCHEMA_VERSION } from './db/schema.js';

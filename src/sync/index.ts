@@ -1,15 +1,14 @@
 /**
- * `tabula-sdk/sync`: the sync wire protocol shared by the client and the
- * server (schemas, types, paths, limits). The client engine lands here too.
+ * `tabula-sdk/sync`: the sync client (`httpSync`) and the wire protocol it
+ * shares with the server: the schema of each request, response and event
+ * body, the paths, headers, version and limits. The building blocks of
+ * those schemas (ids, cursors, base64) and the parse helper stay internal.
+ * test/unit/exports.test.ts pins the list.
  */
 export { httpSync } from './client.js';
 export type { HttpSyncOptions } from './client.js';
 export type { ParkedItem, SyncAdapter, SyncHandle, SyncStatus } from '../store/replication/contract.js';
 export {
-  Base64Schema,
-  BoardUpdateSchema,
-  ClientIdSchema,
-  CursorSchema,
   DEFAULT_SYNC_LIMITS,
   ErrorResponseSchema,
   PROTOCOL_VERSION,
@@ -20,8 +19,6 @@ export {
   PushResponseSchema,
   SYNC_HEADERS,
   SYNC_PATHS,
-  SeqSchema,
-  parseWire,
 } from './protocol.js';
 export type {
   BoardUpdate,

@@ -1,8 +1,9 @@
 /**
  * `createTokenCounter()`: exact token counts for a model's tokenizer that
- * never block the page. The tokenizer runs in a SharedWorker when the
- * browser has one (one loaded encoding for every tab), else in a dedicated
- * Worker, else in the calling thread; Comlink carries the calls.
+ * never block the page. This module measures with the cache; where the
+ * tokenizer runs (a SharedWorker, a dedicated Worker or the calling thread,
+ * Comlink carrying the calls) is backend.ts, and the argument checks are
+ * arguments.ts.
  *
  * - Nothing starts until the first count: creating a counter fetches no
  *   worker script and no encoding (an app that never counts never pays).
@@ -23,14 +24,13 @@
 import * as Comlink from 'comlink';
 import { TabulaError } from '../core/errors.js';
 import type { Message } from '../core/message.js';
-import { estimateTextTokens, messageFixedTokens, messageTokenText, type TokenCounter, type TokenMeasure } from '../core/tokens.js';
+import { estimateTextTokens, messageFixedTokens, type TokenCounter, type TokenMeasure } from '../core/tokens.js';
+import { checkCountOptions, checkCounterOptions, checkedCount, describe, tokenTexts } from './arguments.js';
+import { startBackend, withBudget, type Backend, type CounterMode } from './backend.js';
 import { CountCache, textKey } from './cache.js';
-import { ENCODINGS, createEngine, type CountingEngine, type Encoding } from './engine.js';
-import { IN_THREAD_ENCODINGS } from './in-thread-encodings.js';
+import type { Encoding } from './engine.js';
 
-/** Where the tokenizer actually runs. */
-export type CounterMode = 'shared' | 'dedicated' | 'in-thread';
-
+/** Options of {@link createTokenCounter}; every field is optional. */
 export interface TokenCounterOptions {
   /** @default 'o200k_base' (GPT-4o and later) */
   encoding?: Encoding;
@@ -56,6 +56,7 @@ export interface TokenCounterOptions {
   workerUrl?: string | URL;
 }
 
+/** Options of `countText()` and `measureText()`. */
 export interface CountTextOptions {
   /** Called as windows are counted, with characters done and in all. */
   onProgress?: (doneChars: number, totalChars: number) => void;
@@ -86,127 +87,10 @@ export interface WorkerTokenCounter extends TokenCounter {
   close(): void;
 }
 
-interface Backend {
-  readonly mode: CounterMode;
-  readonly engine: CountingEngine | Comlink.Remote<CountingEngine>;
-  dispose(): void;
-}
-
 const LARGE_TEXT_CHARS = 256 * 1024;
 
 /** What a request that gave no count resolves: its budget ran out, or the worker failed. The caller estimates. */
 const UNANSWERED = Symbol('unanswered');
-
-function withBudget<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
-}
-
-type Kind = 'shared' | 'dedicated';
-
-/**
- * Starts the worker for `encoding`. Each `new (Shared)Worker(new URL('…', import.meta.url))`
- * is written out literally, one per encoding and kind, because that literal is what Vite and
- * webpack look for to emit the worker file; each has its own name (webpack merges same-named chunks).
- */
-function spawn(kind: Kind, encoding: Encoding, url: string | URL | undefined): Worker | SharedWorker {
-  const options = { type: 'module' as const, name: `tabula-tokens-${encoding}-${kind}` };
-  if (url !== undefined) return kind === 'shared' ? new SharedWorker(url, options) : new Worker(url, options);
-  if (encoding === 'o200k_base') {
-    return kind === 'shared'
-      ? new SharedWorker(new URL('./o200k-worker.js', import.meta.url), { type: 'module', name: 'tabula-tokens-o200k_base-shared' })
-      : new Worker(new URL('./o200k-worker.js', import.meta.url), { type: 'module', name: 'tabula-tokens-o200k_base-dedicated' });
-  }
-  return kind === 'shared'
-    ? new SharedWorker(new URL('./cl100k-worker.js', import.meta.url), { type: 'module', name: 'tabula-tokens-cl100k_base-shared' })
-    : new Worker(new URL('./cl100k-worker.js', import.meta.url), { type: 'module', name: 'tabula-tokens-cl100k_base-dedicated' });
-}
-
-function startWorker(kind: Kind, encoding: Encoding, url: string | URL | undefined): { backend: Backend; failed: Promise<never> } {
-  const worker = spawn(kind, encoding, url);
-  const failed = new Promise<never>((_, reject) => {
-    worker.addEventListener('error', (event) => reject(new Error((event as ErrorEvent).message || `the ${kind} worker script failed to load`)), { once: true });
-  });
-  // Told apart by shape, not `instanceof Worker`: a page may have SharedWorker without Worker.
-  const engine = Comlink.wrap<CountingEngine>('port' in worker ? worker.port : worker);
-  return {
-    failed,
-    backend: {
-      mode: kind,
-      engine,
-      dispose: () => {
-        engine[Comlink.releaseProxy]();
-        if ('port' in worker) worker.port.close();
-        else worker.terminate();
-      },
-    },
-  };
-}
-
-function inThread(): Backend {
-  return { mode: 'in-thread', engine: createEngine(IN_THREAD_ENCODINGS), dispose: () => undefined };
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
-}
-
-/** What a wrong argument was, for the error message: its kind, and its value when short. */
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return `an object (${Object.prototype.toString.call(value).slice(8, -1)})`;
-  if (typeof value === 'number' || typeof value === 'boolean') return `${typeof value} ${String(value)}`;
-  if (typeof value === 'string') return `string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
-  return typeof value;
-}
-
-/** The token text of each message; refuses anything that is not an array of messages. */
-function tokenTexts(messages: unknown, method: string): string[] {
-  if (!Array.isArray(messages)) throw new TabulaError('argument/invalid', `counter.${method}() takes an array of messages, got ${describe(messages)}.`);
-  return messages.map((message: unknown, i) => {
-    const m = message as Partial<Message> | null;
-    const content: unknown = m?.content;
-    const fine =
-      isPlainObject(m) &&
-      typeof m.role === 'string' &&
-      (typeof content === 'string' || content === null || (Array.isArray(content) && content.every((part: unknown) => isPlainObject(part) && typeof part.type === 'string'))) &&
-      (m.name === undefined || typeof m.name === 'string') &&
-      (m.tool_call_id === undefined || typeof m.tool_call_id === 'string') &&
-      (m.tool_calls === undefined ||
-        (Array.isArray(m.tool_calls) && m.tool_calls.every((call: unknown) => isPlainObject(call) && isPlainObject(call.function) && typeof call.function.name === 'string' && typeof call.function.arguments === 'string')));
-    if (!fine) {
-      throw new TabulaError('argument/invalid', `counter.${method}(): messages[${i}] is not a message (a { role, content } object with string or part-array content), got ${describe(message)}.`);
-    }
-    return messageTokenText(m as Message);
-  });
-}
-
-/** A worker's count of one text, checked at the boundary: a worker (or a stale cached script) may answer anything. */
-function checkedCount(value: unknown): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-    // Numbers as they are (JSON shows NaN as "null"); JSON.stringify(undefined) is undefined, shown as "undefined".
-    const shown = typeof value === 'number' ? String(value) : JSON.stringify(value);
-    throw new TabulaError('schema/invalid', `The token worker answered ${shown} for a text; expected a whole number ≥ 0.`);
-  }
-  return value;
-}
-
-function checkCountOptions(options: unknown, method: string): CountTextOptions {
-  if (options === undefined) return {};
-  if (!isPlainObject(options)) throw new TabulaError('argument/invalid', `counter.${method}() options must be an object { onProgress?, signal? }, got ${describe(options)}.`);
-  const { onProgress, signal } = options;
-  if (onProgress !== undefined && typeof onProgress !== 'function') throw new TabulaError('argument/invalid', `counter.${method}({ onProgress }) must be a function, got ${describe(onProgress)}.`);
-  if (signal !== undefined && !(typeof AbortSignal === 'function' && signal instanceof AbortSignal)) {
-    throw new TabulaError('argument/invalid', `counter.${method}({ signal }) must be an AbortSignal, got ${describe(signal)}.`);
-  }
-  return options;
-}
 
 /**
  * Creates a token counter. It starts nothing: the worker (and its encoding)
@@ -214,26 +98,8 @@ function checkCountOptions(options: unknown, method: string): CountTextOptions {
  * calling thread without throwing.
  */
 export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTokenCounter {
-  const given: unknown = options;
-  if (!isPlainObject(given)) throw new TabulaError('argument/invalid', `createTokenCounter() takes an options object, got ${describe(given)}.`);
-  const encoding = options.encoding === undefined ? 'o200k_base' : options.encoding;
-  if (!ENCODINGS.includes(encoding)) {
-    throw new TabulaError('argument/invalid', `createTokenCounter: encoding must be one of ${ENCODINGS.join(', ')}, got ${JSON.stringify(encoding)}.`);
-  }
-  const preference = options.worker === undefined ? 'shared' : options.worker;
-  if (!['shared', 'dedicated', 'none'].includes(preference)) {
-    throw new TabulaError('argument/invalid', `createTokenCounter: worker must be 'shared', 'dedicated' or 'none', got ${JSON.stringify(preference)}.`);
-  }
-  for (const field of ['requestTimeoutMs', 'startTimeoutMs', 'cacheSize'] as const) {
-    const value = options[field];
-    if (value !== undefined && (typeof value !== 'number' || !(value >= 0))) {
-      throw new TabulaError('argument/invalid', `createTokenCounter: ${field} must be a number ≥ 0, got ${describe(value)}.`);
-    }
-  }
+  const { encoding, preference } = checkCounterOptions(options);
   const { workerUrl } = options;
-  if (workerUrl !== undefined && typeof workerUrl !== 'string' && !(workerUrl instanceof URL)) {
-    throw new TabulaError('argument/invalid', `createTokenCounter: workerUrl must be a string or a URL, got ${describe(workerUrl)}.`);
-  }
   const requestTimeoutMs: number = options.requestTimeoutMs ?? 10_000;
   const startTimeoutMs: number = options.startTimeoutMs ?? 15_000;
   const cache = new CountCache(options.cacheSize ?? 50_000);
@@ -246,36 +112,6 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
     if (closed) throw new TabulaError('storage/closed', 'This token counter is closed; create a new one.');
   };
 
-  const start = async (): Promise<Backend> => {
-    const attempts: Kind[] = [];
-    if (preference === 'shared') attempts.push('shared', 'dedicated');
-    if (preference === 'dedicated') attempts.push('dedicated');
-    const reasons: string[] = [];
-    for (const kind of attempts) {
-      if (kind === 'shared' && typeof SharedWorker !== 'function') {
-        reasons.push('SharedWorker is not available');
-        continue;
-      }
-      if (kind === 'dedicated' && typeof Worker !== 'function') {
-        reasons.push('Worker is not available');
-        continue;
-      }
-      let started: ReturnType<typeof startWorker> | undefined;
-      try {
-        started = startWorker(kind, encoding, workerUrl);
-        await withBudget(Promise.race([started.backend.engine.load(encoding), started.failed]), startTimeoutMs);
-        return started.backend;
-      } catch (error) {
-        started?.backend.dispose();
-        reasons.push(`${kind} worker: ${error instanceof Error ? error.message : String(error)}`);
-      }
-    }
-    if (attempts.length > 0) fallbackReason = reasons.join('; ');
-    const local = inThread();
-    await local.engine.load(encoding);
-    return local;
-  };
-
   // Started on first use (see the module comment): no worker, no encoding before anyone counts.
   let backend: Promise<Backend> | null = null;
   let current: Backend | null = null;
@@ -283,7 +119,7 @@ export function createTokenCounter(options: TokenCounterOptions = {}): WorkerTok
     if (!backend) {
       // Only loading the encoding into this thread can fail (a chunk fetch offline): that count fails,
       // and the next one tries again.
-      const next = start().catch((error: unknown) => {
+      const next = startBackend({ encoding, preference, workerUrl, startTimeoutMs, onFallback: (reason) => (fallbackReason = reason) }).catch((error: unknown) => {
         backend = null;
         throw new TabulaError('storage/failed', `Could not load the ${encoding} encoding into this thread; check that the bundle serves its chunk. The next count tries again.`, { cause: error });
       });

@@ -18,8 +18,8 @@ import {
   useSyncStatus,
   useTabula,
   useTokens,
-  type SyncStatus,
 } from '../../src/react/index.js';
+import type { SyncStatus } from '../../src/sync/index.js';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = false;
 
@@ -225,7 +225,7 @@ describe('tabula-sdk/react in Chromium', { timeout: 60_000 }, () => {
     await expect.poll(() => document.body.textContent, WAIT).toContain('none');
     plain.unmount();
 
-    let status: SyncStatus = { state: 'syncing', pending: 2, lastSyncedAt: null };
+    let status: SyncStatus = { state: 'syncing', pending: 2, lastSyncedAt: null, parked: [] };
     const listeners = new Set<() => void>();
     const sync = {
       status: () => ({ ...status }), // a new object per call, as an implementation may do
@@ -239,9 +239,56 @@ describe('tabula-sdk/react in Chromium', { timeout: 60_000 }, () => {
     const root = createRoot(container);
     root.render(createElement(TabulaProvider, { tabula: withSync }, createElement(Status)));
     await expect.poll(() => container.textContent, WAIT).toBe('syncing/2');
-    status = { state: 'idle', pending: 0, lastSyncedAt: Date.now() };
+    status = { state: 'idle', pending: 0, lastSyncedAt: Date.now(), parked: [] };
     for (const listener of listeners) listener();
     await expect.poll(() => container.textContent, WAIT).toBe('idle/0');
+    root.unmount();
+    expect(listeners.size).toBe(0);
+    await base.close();
+  });
+
+  it('useSyncStatus follows the parked items, also when nothing else in the status changes', async () => {
+    // The hook once compared only state, pending, lastSyncedAt and error: parking an item the server
+    // refused, or dropParked(), changed nothing it looked at, and the component kept the old list.
+    const base = await open(dbName());
+    const reason = new TabulaError('sync/too-large', 'The server refused it.');
+    const item = (id: string, seq: number) => ({ id, seq, kind: 'message.append' as const, sessionId: 'trip', reason });
+    let status: SyncStatus = { state: 'idle', pending: 0, lastSyncedAt: 1, parked: [] };
+    const listeners = new Set<() => void>();
+    const sync = {
+      status: () => ({ ...status, parked: [...status.parked] }), // new objects per call, as an implementation may do
+      subscribe(listener: () => void) {
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
+    };
+    let renders = 0;
+    function Parked(): ReactNode {
+      const current = useSyncStatus();
+      renders += 1;
+      return createElement('span', null, current === null ? 'none' : current.parked.map((p) => p.id).join(',') || 'no parked');
+    }
+    const withSync = Object.assign(Object.create(base) as Tabula, { sync });
+    const container = document.createElement('div');
+    const root = createRoot(container);
+    root.render(createElement(TabulaProvider, { tabula: withSync }, createElement(Parked)));
+    await expect.poll(() => container.textContent, WAIT).toBe('no parked');
+    const notify = () => {
+      for (const listener of listeners) listener();
+    };
+    status = { ...status, parked: [item('p1', 3)] };
+    notify();
+    await expect.poll(() => container.textContent, WAIT).toBe('p1');
+    status = { ...status, parked: [item('p1', 3), item('p2', 4)] };
+    notify();
+    await expect.poll(() => container.textContent, WAIT).toBe('p1,p2');
+    // The same items again, in new objects: no new snapshot, so no render for nothing.
+    const before = renders;
+    notify();
+    status = { ...status, parked: [item('p2', 3)] };
+    notify();
+    await expect.poll(() => container.textContent, WAIT).toBe('p2');
+    expect(renders).toBe(before + 1);
     root.unmount();
     expect(listeners.size).toBe(0);
     await base.close();

@@ -1,6 +1,7 @@
 import * as Y from 'yjs';
 import { describe, expect, it } from 'vitest';
-import { TabSyncProvider, TabulaError, createBlackboard, isTabulaError, type BlackboardChange } from '../../../src/index.js';
+import { TabulaError, createBlackboard, isTabulaError, type BlackboardChange } from '../../../src/index.js';
+import { TabSyncProvider } from '../../../src/blackboard/tab-provider.js';
 import { MemoryHub } from './memory-hub.js';
 
 describe('Blackboard over a Y.Doc', () => {

@@ -7,7 +7,8 @@
  */
 import * as Y from 'yjs';
 import { describe, expect, it } from 'vitest';
-import { TabSyncProvider, createBlackboard, type Blackboard } from '../../../src/blackboard/index.js';
+import { createBlackboard, type Blackboard } from '../../../src/blackboard/index.js';
+import { TabSyncProvider } from '../../../src/blackboard/tab-provider.js';
 import type { JsonValue } from '../../../src/core/index.js';
 import { persistDoc, type DocPersistence } from '../../../src/blackboard/persistence.js';
 import { MemoryHub, seededRandom } from './memory-hub.js';

@@ -3,7 +3,7 @@
  * control over delivery: frames wait in a queue until the test delivers
  * them, in any order, drops them or delivers them twice.
  */
-import type { TabFrame, TabTransport } from '../../../src/blackboard/index.js';
+import type { TabFrame, TabTransport } from '../../../src/blackboard/tab-provider.js';
 
 interface Pending {
   readonly to: string; // the receiving endpoint

@@ -10,7 +10,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { blackboardDatabaseName, boardLivesOnDisk, deleteDocDatabase, livesChannelName } from '../../../src/blackboard/lives.js';
 import { createBoardRegistry, type BoardRegistryOptions } from '../../../src/blackboard/registry.js';
 import type { LifeEnded } from '../../../src/blackboard/lives.js';
-import type { TabTransport, TabulaError } from '../../../src/index.js';
+import type { TabulaError } from '../../../src/index.js';
+import type { TabTransport } from '../../../src/blackboard/tab-provider.js';
 import { uniqueName, waitFor } from '../store/helpers.js';
 import { writeRefusal } from './helpers.js';
 

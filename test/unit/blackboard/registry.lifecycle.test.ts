@@ -11,7 +11,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { persistDoc } from '../../../src/blackboard/persistence.js';
 import { blackboardDatabaseName, boardLivesOnDisk, deleteDocDatabase } from '../../../src/blackboard/lives.js';
 import { createBoardRegistry, type BoardRegistryOptions } from '../../../src/blackboard/registry.js';
-import { REMOTE_ORIGIN, type BlackboardChange, type TabTransport, type TabulaError } from '../../../src/index.js';
+import type { BlackboardChange, TabulaError } from '../../../src/index.js';
+import { REMOTE_ORIGIN } from '../../../src/blackboard/lives.js';
+import type { TabTransport } from '../../../src/blackboard/tab-provider.js';
 import { uniqueName, waitFor } from '../store/helpers.js';
 import { writeRefusal } from './helpers.js';
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { persistDoc } from '../../../src/blackboard/persistence.js';
-import { blackboardDatabaseName, type BlackboardChange } from '../../../src/index.js';
+import type { BlackboardChange } from '../../../src/index.js';
+import { blackboardDatabaseName } from '../../../src/blackboard/lives.js';
 import * as Y from 'yjs';
 import { freshTabula, uniqueName, waitFor } from '../store/helpers.js';
 

@@ -5,7 +5,7 @@
  */
 import * as Y from 'yjs';
 import { describe, expect, it } from 'vitest';
-import { BLACKBOARD_MAP, checkBlackboardUpdate } from '../../../src/index.js';
+import { BLACKBOARD_MAP, checkBlackboardUpdate } from '../../../src/blackboard/validate.js';
 import { content, hangUpdate, struct, update } from '../core/yjs-bytes.js';
 
 /** The whole state of a doc built by `build`, as one update. */

@@ -13,7 +13,7 @@ import * as decoding from 'lib0/decoding';
 import * as Y from 'yjs';
 import { describe, expect, it } from 'vitest';
 import { BLACKBOARD_MAP, NO_BOARD_UPDATE_LIMITS, findBoardUpdateProblem } from '../../../src/core/board-update/index.js';
-import { findJsonProblem } from '../../../src/core/index.js';
+import { findJsonProblem } from '../../../src/core/json.js';
 import { fcParams } from '../seed.js';
 import { uint } from './yjs-bytes.js';
 

@@ -8,7 +8,7 @@
 import * as Y from 'yjs';
 import { describe, expect, it } from 'vitest';
 import { BLACKBOARD_MAP, DEFAULT_BOARD_UPDATE_LIMITS, NO_BOARD_UPDATE_LIMITS, findBoardUpdateProblem, type BoardUpdateCheck } from '../../../src/core/board-update/index.js';
-import { MAX_JSON_DEPTH } from '../../../src/core/index.js';
+import { MAX_JSON_DEPTH } from '../../../src/core/json.js';
 import { boardSet, content, hangUpdate, str, struct, uint, update } from './yjs-bytes.js';
 
 const check = (bytes: Uint8Array, rules: BoardUpdateCheck = NO_BOARD_UPDATE_LIMITS) => findBoardUpdateProblem(bytes, rules);

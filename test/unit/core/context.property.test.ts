@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 // fc.jsonValue() sometimes makes a `__proto__` key, which Tabula refuses everywhere: keep to accepted values.
 import { fcParams } from '../seed.js';
-import { WorkingContext, allOf, isJsonValue, anyOf, lastTurns, not, since, tagged, type ContextScope, type Message } from '../../../src/core/index.js';
+import { WorkingContext, allOf, anyOf, lastTurns, not, since, tagged, type ContextScope, type Message } from '../../../src/core/index.js';
+import { isJsonValue } from '../../../src/core/json.js';
 
 const names = ['a', 'b', 'c'] as const;
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { TabulaError, assertNever, describeIssues, formatPath, isTabulaError } from '../../../src/core/index.js';
+import { TabulaError, isTabulaError } from '../../../src/core/index.js';
+import { assertNever, describeIssues, formatPath } from '../../../src/core/errors.js';
 
 describe('TabulaError', () => {
   it('carries a code, a cause and untouched issues', () => {

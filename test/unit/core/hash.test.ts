@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import { fcParams } from '../seed.js';
 import { describe, expect, it } from 'vitest';
-import { shortHash } from '../../../src/core/index.js';
+import { shortHash } from '../../../src/core/hash.js';
+import { shortHash as langgraphHash } from '../../../src/langgraph/records.js';
+import { shortHash as agentsHash } from '../../../src/openai-agents/codec.js';
 
 describe('shortHash', () => {
   it('is 16 lowercase hex digits, stable across runs (keys stored by the integrations depend on it)', () => {
@@ -24,5 +26,20 @@ describe('shortHash on any text', () => {
       }),
       fcParams(500),
     );
+  });
+});
+
+describe("the integrations' own copies of shortHash", () => {
+  // Each integration keeps its copy (it imports only the public API) and stores keys made with it:
+  // a copy that drifted from the hash its keys were written with would lose every stored thread.
+  it('hash every text as the core does', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (text) => {
+        expect(langgraphHash(text)).toBe(shortHash(text));
+        expect(agentsHash(text)).toBe(shortHash(text));
+      }),
+      fcParams(500),
+    );
+    expect([langgraphHash('thread-1'), agentsHash('thread-1')]).toEqual(['1d7bee7f598eda73', '1d7bee7f598eda73']);
   });
 });

@@ -4,7 +4,8 @@
  * and the key helpers' edges.
  */
 import { describe, expect, it } from 'vitest';
-import { ORDER_KEY, compareHlc, createHlc, formatHlc, hlcOf, isTabulaError, parseHlc, subOrder } from '../../../src/core/index.js';
+import { compareHlc, createHlc, isTabulaError } from '../../../src/core/index.js';
+import { ORDER_KEY, formatHlc, hlcOf, parseHlc, subOrder } from '../../../src/core/hlc.js';
 
 const key = (wallMs: number, counter: number, clientId = 'r') => formatHlc({ wallMs, counter, clientId });
 

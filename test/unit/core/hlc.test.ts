@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { fcParams } from '../seed.js';
 import { describe, expect, it } from 'vitest';
-import { ORDER_KEY, compareHlc, createHlc, formatHlc, isTabulaError, parseHlc } from '../../../src/core/index.js';
+import { compareHlc, createHlc, isTabulaError } from '../../../src/core/index.js';
+import { ORDER_KEY, formatHlc, parseHlc } from '../../../src/core/hlc.js';
 import { MAX_WALL_MS, keyAfter } from '../../../src/core/hlc.js';
 
 describe('hybrid logical clock', () => {

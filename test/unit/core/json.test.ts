@@ -3,19 +3,13 @@ import { fcParams } from '../seed.js';
 import { describe, expect, it } from 'vitest';
 import {
   JsonValueSchema,
-  MAX_JSON_DEPTH,
-  assertJsonValue,
-  assertSafeKey,
-  cloneJson,
   deepFreeze,
-  findJsonProblem,
-  findKeyProblem,
-  isJsonValue,
   isTabulaError,
   stableKey,
   structuralEqual,
   type JsonValue,
 } from '../../../src/core/index.js';
+import { MAX_JSON_DEPTH, assertJsonValue, assertSafeKey, cloneJson, findJsonProblem, findKeyProblem, isJsonValue } from '../../../src/core/json.js';
 import { plainEqual } from '../../../src/core/json.js';
 import { refusal } from './refusal.js';
 

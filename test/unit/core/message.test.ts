@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MessageSchema, isTabulaError, messageText, parseMessage, parseMessages, type Message } from '../../../src/core/index.js';
+import { MessageSchema, isTabulaError, messageText, parseMessage, type Message } from '../../../src/core/index.js';
+import { parseMessages } from '../../../src/core/message.js';
 
 function refusal(value: unknown): { message: string; issues: { path: PropertyKey[] }[] } {
   try {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { fcParams } from '../seed.js';
-import { ID_MAX_LENGTH, KEY_MAX_LENGTH, checkName, findNameProblem, nameSchema } from '../../../src/core/index.js';
+import { ID_MAX_LENGTH, KEY_MAX_LENGTH, checkName, findNameProblem, nameSchema } from '../../../src/core/names.js';
 import { refusal } from './refusal.js';
 
 describe('names', () => {

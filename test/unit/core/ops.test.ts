@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { OpSchema, emptyStateFields, isTabulaError, makeOp, parseOp } from '../../../src/core/index.js';
+import { OpSchema, isTabulaError, makeOp, parseOp } from '../../../src/core/index.js';
+import { emptyStateFields } from '../../../src/core/ops.js';
 
 const order = '000000000000001.000000.client';
 

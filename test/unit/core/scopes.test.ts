@@ -6,12 +6,12 @@ import {
   isTabulaError,
   lastTurns,
   not,
-  scopeIndices,
   since,
   tagged,
   type ContextScope,
   type Message,
 } from '../../../src/core/index.js';
+import { scopeIndices } from '../../../src/core/scopes.js';
 import { refusal } from './refusal.js';
 
 const transcript: Message[] = [

@@ -1,13 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
   ApproxTokenCounter,
-  IMAGE_PART_TOKENS,
-  MESSAGE_OVERHEAD_TOKENS,
   estimateMessageTokens,
-  messageFixedTokens,
   messageTokenText,
   type Message,
 } from '../../../src/core/index.js';
+import { IMAGE_PART_TOKENS, MESSAGE_OVERHEAD_TOKENS, messageFixedTokens } from '../../../src/core/tokens.js';
 
 describe('estimateMessageTokens', () => {
   it('is ceil(chars / 4) of the token text plus the per-message overhead', () => {

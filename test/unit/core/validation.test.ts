@@ -3,7 +3,8 @@ import * as z from 'zod/mini';
 import { OpSchema, isTabulaError, parseMessage, parseOp } from '../../../src/core/index.js';
 import { safeParse } from '../../../src/core/validation.js';
 import type { SessionExport } from '../../../src/index.js';
-import { PushRequestSchema, parseWire } from '../../../src/sync/index.js';
+import { PushRequestSchema } from '../../../src/sync/index.js';
+import { parseWire } from '../../../src/sync/protocol.js';
 import { freshTabula } from '../store/helpers.js';
 
 /**

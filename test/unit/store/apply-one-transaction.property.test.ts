@@ -12,7 +12,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatHlc, type Op } from '../../../src/core/index.js';
+import type { Op } from '../../../src/core/index.js';
+import { formatHlc } from '../../../src/core/hlc.js';
 import { applyOps } from '../../../src/store/apply/index.js';
 import { createDb, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
 import { fcParams, TEST_SEED } from '../seed.js';

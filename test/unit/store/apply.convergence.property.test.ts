@@ -15,7 +15,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createHlc, formatHlc, hlcOf, parseOp, subOrder, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
+import { createHlc, parseOp, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
+import { formatHlc, hlcOf, subOrder } from '../../../src/core/hlc.js';
 import { applyOps, StaleKnownRow, type ApplyOptions, type AppendOp } from '../../../src/store/apply/index.js';
 import type { SessionExport } from '../../../src/store/session/export-format.js';
 import { importInto } from '../../../src/store/session/index.js';

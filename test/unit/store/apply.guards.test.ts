@@ -7,7 +7,8 @@
  * value the guard exists for.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { formatHlc, subOrder, type Op } from '../../../src/core/index.js';
+import type { Op } from '../../../src/core/index.js';
+import { formatHlc, subOrder } from '../../../src/core/hlc.js';
 import { applyOps } from '../../../src/store/apply/index.js';
 import { createDb, sessionTables } from '../../../src/store/db/schema.js';
 import { uniqueName } from './helpers.js';

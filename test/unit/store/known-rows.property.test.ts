@@ -15,7 +15,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isTabulaError, type Session } from '../../../src/index.js';
-import { formatHlc } from '../../../src/core/index.js';
+import { formatHlc } from '../../../src/core/hlc.js';
 import { createDb, sessionRange } from '../../../src/store/db/schema.js';
 import { fcParams, testSeed } from '../seed.js';
 import { freshTabula, uniqueName } from './helpers.js';

@@ -16,7 +16,7 @@
  */
 import { Dexie, type DBCore } from 'dexie';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { formatHlc } from '../../../src/core/index.js';
+import { formatHlc } from '../../../src/core/hlc.js';
 import { applyAppends, applyOps, flushSlot, loadSlot, type AppendOp, type ApplyOptions } from '../../../src/store/apply/index.js';
 import { abortTransaction, nativeRequests, nativeTransaction, succeeded, transactionDone } from '../../../src/store/native-requests.js';
 import { dexieRequests, type WriteRequests } from '../../../src/store/requests.js';

@@ -5,7 +5,8 @@
  * order-key order with one that got them late.
  */
 import { expect } from 'vitest';
-import { ApproxTokenCounter, formatHlc, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
+import { ApproxTokenCounter, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
+import { formatHlc } from '../../../src/core/hlc.js';
 import { openTabula, type Tabula } from '../../../src/index.js';
 import { applyOps } from '../../../src/store/apply/index.js';
 import { createDb, sessionTables } from '../../../src/store/db/schema.js';

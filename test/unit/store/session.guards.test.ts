@@ -5,7 +5,8 @@
  * at its limit is within it.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApproxTokenCounter, WorkingContext, formatHlc, isTabulaError, parseHlc, tagged, type Op } from '../../../src/core/index.js';
+import { ApproxTokenCounter, WorkingContext, isTabulaError, tagged, type Op } from '../../../src/core/index.js';
+import { formatHlc, parseHlc } from '../../../src/core/hlc.js';
 import type { Tabula } from '../../../src/index.js';
 import { applyOps } from '../../../src/store/apply/index.js';
 import { createDb, sessionTables } from '../../../src/store/db/schema.js';

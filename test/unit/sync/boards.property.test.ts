@@ -15,7 +15,7 @@ import { fromBase64 } from 'lib0/buffer';
 import { describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
 import type { Tabula } from '../../../src/index.js';
-import { BLACKBOARD_MAP } from '../../../src/blackboard/index.js';
+import { BLACKBOARD_MAP } from '../../../src/blackboard/validate.js';
 import { SYNC_PATHS } from '../../../src/sync/index.js';
 import { uniqueUser } from '../../server/helpers.js';
 import { fcParams } from '../seed.js';

@@ -93,7 +93,7 @@ import {
   type StateFields,
   type Tabula,
 } from '../../../src/index.js';
-import { BLACKBOARD_MAP } from '../../../src/blackboard/index.js';
+import { BLACKBOARD_MAP } from '../../../src/blackboard/validate.js';
 import type { SyncServer } from '../../../src/server/index.js';
 import { createDb } from '../../../src/store/db/schema.js';
 import { syncNames } from '../../../src/store/replication/keys.js';

@@ -16,7 +16,7 @@ import { describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
 import { makeOp, type Op } from '../../../src/core/index.js';
 import type { Tabula } from '../../../src/index.js';
-import { BLACKBOARD_MAP } from '../../../src/blackboard/index.js';
+import { BLACKBOARD_MAP } from '../../../src/blackboard/validate.js';
 import type { SyncServer } from '../../../src/server/index.js';
 import { createDb } from '../../../src/store/db/schema.js';
 import { syncNames } from '../../../src/store/replication/keys.js';

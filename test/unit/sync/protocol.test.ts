@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { makeOp } from '../../../src/core/index.js';
-import { Base64Schema, PullResponseSchema, PushRequestSchema, parseWire } from '../../../src/sync/index.js';
+import { PullResponseSchema, PushRequestSchema } from '../../../src/sync/index.js';
+import { Base64Schema, parseWire } from '../../../src/sync/protocol.js';
 import { ErrorResponseSchema, PokeEventSchema, findDriftedOrder } from '../../../src/sync/protocol.js';
 
 const op = makeOp('memory.set', { id: 'm1', userId: 'alice', sessionId: 's', order: '001700000000000.000000.c1', body: { scope: 'user', key: 'k', value: 1 } });

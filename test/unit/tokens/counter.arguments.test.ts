@@ -8,7 +8,8 @@
 import * as fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import * as o200k from 'gpt-tokenizer/encoding/o200k_base';
-import { createTokenCounter, isTabulaError, messageFixedTokens, messageTokenText, type Message, type TokenCounterOptions, type WorkerTokenCounter } from '../../../src/index.js';
+import { createTokenCounter, isTabulaError, messageTokenText, type Message, type TokenCounterOptions, type WorkerTokenCounter } from '../../../src/index.js';
+import { messageFixedTokens } from '../../../src/core/tokens.js';
 import { fcParams, TEST_SEED } from '../seed.js';
 
 const seed = TEST_SEED;

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import * as o200k from 'gpt-tokenizer/encoding/o200k_base';
-import { MESSAGE_OVERHEAD_TOKENS, createTokenCounter, messageTokenText, type Message } from '../../../src/index.js';
+import { createTokenCounter, messageTokenText, type Message } from '../../../src/index.js';
+import { MESSAGE_OVERHEAD_TOKENS } from '../../../src/core/tokens.js';
 import { IN_THREAD_ENCODINGS } from '../../../src/tokens/in-thread-encodings.js';
 import { freshTabula, uniqueName } from '../store/helpers.js';
 import { SAMPLES } from './samples.js';

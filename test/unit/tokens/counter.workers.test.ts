@@ -11,7 +11,8 @@
 import * as cl100k from 'gpt-tokenizer/encoding/cl100k_base';
 import * as o200k from 'gpt-tokenizer/encoding/o200k_base';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createTokenCounter, estimateTextTokens, type Message } from '../../../src/index.js';
+import { createTokenCounter, type Message } from '../../../src/index.js';
+import { estimateTextTokens } from '../../../src/core/tokens.js';
 import { bundledScript, heldEngine, installFakeWorkers, type FakeWorkers, type Kind, type Script } from './fake-workers.js';
 import { SAMPLES } from './samples.js';
 
