@@ -17,13 +17,16 @@ import { readManifest, specifiersBySource } from './scripts/typedoc-plugin.mjs';
 const manifest = readManifest();
 
 /**
- * The source file behind each public entry point (`./dist/sync/index.js` ← `src/sync/index.ts`). An
+ * The source file behind each public entry point (`./dist/sync/index.js` ← `src/sync/index.ts`), the
+ * root's last. An
  * export other than `./package.json` that maps to no source file stops the build: the reference
  * would silently leave that entry out.
  * @returns {string[]}
  */
 function entryPoints() {
-  const sources = [...specifiersBySource(manifest).keys()];
+  // The root entry re-exports the core and more; TypeDoc documents a symbol under the first entry
+  // that exports it, so the root goes last and each subpath's page holds its own symbols.
+  const sources = [...specifiersBySource(manifest).keys()].sort((a, b) => Number(a === 'src/index.ts') - Number(b === 'src/index.ts'));
   const missing = Object.keys(manifest.exports).filter((specifier) => specifier !== './package.json').length - sources.length;
   const absent = sources.filter((source) => !existsSync(source));
   if (missing > 0 || absent.length > 0) {

@@ -5,7 +5,9 @@
  *
  * - names each entry module by the specifier users import it with (`tabula-sdk`, `tabula-sdk/sync`,
  *   `tabula-sdk/token-worker/o200k_base`), read from package.json `exports`, instead of its source
- *   path (`sync`, `tokens/o200k-worker`), so the names cannot drift from the manifest;
+ *   path (`sync`, `tokens/o200k-worker`), so the names cannot drift from the manifest, and gives it
+ *   the paragraph its file opens with (TypeDoc takes a file's first comment for the module only
+ *   with a `@module` tag, which the house style has no use for);
  * - checks that every public API item has a doc comment. TypeDoc's own `validation.notDocumented`
  *   also asks for a comment on every member of every anonymous object type, which for a zod schema
  *   constant means each field of the inferred shape, and for a union of object literals each variant's
@@ -16,7 +18,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
-import { Application, Converter, DeclarationReflection, ReflectionKind } from 'typedoc';
+import { Application, Comment, Converter, DeclarationReflection, MinimalSourceFile, ReflectionKind } from 'typedoc';
 
 /** @typedef {{ name: string, exports: Record<string, unknown> }} Manifest */
 
@@ -44,6 +46,16 @@ export function specifiersBySource(manifest) {
     names.set(source, specifier === '.' ? manifest.name : `${manifest.name}/${specifier.slice(2)}`);
   }
   return names;
+}
+
+/**
+ * The text of the JSDoc comment a file opens with, without its `/**`, `*\/` and leading `*`s; ''
+ * when the file opens with none.
+ * @param {string} source
+ */
+export function openingComment(source) {
+  const match = /^\s*\/\*\*([\s\S]*?)\*\//.exec(source);
+  return match?.[1] === undefined ? '' : match[1].split('\n').map((line) => line.replace(/^\s*\* ?/, '')).join('\n').trim();
 }
 
 /** Kinds that must carry a doc comment wherever they appear outside an anonymous object type. */
@@ -102,9 +114,14 @@ export function load(app) {
   const names = specifiersBySource(readManifest());
   app.converter.on(Converter.EVENT_CREATE_DECLARATION, (context, reflection) => {
     if (!reflection.kindOf(ReflectionKind.Module)) return;
-    const file = context.getSymbolFromReflection(reflection)?.declarations?.[0]?.getSourceFile().fileName;
-    const name = file && names.get(relative(process.cwd(), file).replaceAll('\\', '/'));
-    if (name) reflection.name = name;
+    const source = context.getSymbolFromReflection(reflection)?.declarations?.[0]?.getSourceFile();
+    const name = source && names.get(relative(process.cwd(), source.fileName).replaceAll('\\', '/'));
+    if (!source || !name) return;
+    reflection.name = name;
+    const text = openingComment(source.text);
+    if (!reflection.comment && text) {
+      reflection.comment = new Comment(app.converter.parseRawComment(new MinimalSourceFile(text, /** @type {import('typedoc').NormalizedPath} */ (source.fileName)), context.project.files).content);
+    }
   });
   app.on(Application.EVENT_VALIDATE_PROJECT, (project) => {
     for (const [name, kind, file] of undocumented(project)) {

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import config from '../../typedoc.config.js';
-import { specifiersBySource } from '../../scripts/typedoc-plugin.mjs';
+import { openingComment, specifiersBySource } from '../../scripts/typedoc-plugin.mjs';
 
 const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   name: string;
@@ -24,9 +24,19 @@ describe('the docs site', () => {
         .map((specifier) => (specifier === '.' ? manifest.name : `${manifest.name}/${specifier.slice(2)}`))
         .sort(),
     );
-    expect(config.entryPoints).toEqual([...names.keys()]);
+    // The root goes last: TypeDoc documents a re-exported symbol under the first entry that exports it.
+    expect([...(config.entryPoints ?? [])].sort()).toEqual([...names.keys()].sort());
+    expect(config.entryPoints?.at(-1)).toBe('src/index.ts');
     expect(names.get('src/sync/index.ts')).toBe('tabula-sdk/sync');
     expect(names.get('src/tokens/o200k-worker.ts')).toBe('tabula-sdk/token-worker/o200k_base');
+  });
+
+  it("gives each entry module the paragraph its file opens with, code blocks' indentation kept", () => {
+    expect(openingComment('/**\n * `tabula-sdk/x`: what it owns.\n *\n * ```ts\n * if (a) {\n *   b();\n * }\n * ```\n */\nexport {};\n')).toBe(
+      '`tabula-sdk/x`: what it owns.\n\n```ts\nif (a) {\n  b();\n}\n```',
+    );
+    expect(openingComment("import 'x';\n/** Not an opening comment. */\n")).toBe('');
+    expect(openingComment(readFileSync(new URL('../../src/tokens/o200k-worker.ts', import.meta.url), 'utf8'))).toMatch(/^The token worker for o200k_base/);
   });
 
   it('is built by npm test and by the Pages workflow with the same command, into the folder the workflow uploads', () => {
