@@ -1,7 +1,7 @@
 // @ts-check
 /**
  * The docs site: the API reference TypeDoc generates from the TSDoc comments, with the README as its
- * front page and the guide (docs/guide/*.md) and CONTRIBUTING.md as pages beside it. `npm run docs`
+ * front page and CONTRIBUTING.md and every page under docs/ (the guide in docs/guide/) beside it. `npm run docs`
  * builds it into site/, after scripts/check-doc-links.mjs has checked the Markdown's links as GitHub
  * renders them.
  *
@@ -35,9 +35,23 @@ function entryPoints() {
   return sources;
 }
 
-/** Pages that are there: the guide and CONTRIBUTING.md are written apart from this config. */
-const guide = existsSync('docs/guide') ? readdirSync('docs/guide').filter((file) => file.endsWith('.md')).sort().map((file) => `docs/guide/${file}`) : [];
-const projectDocuments = ['CONTRIBUTING.md', ...guide].filter((file) => existsSync(file));
+/**
+ * The Markdown pages under `dir`, sorted by path. Every page under docs/ is a page of the site (the
+ * guide, the architecture, the contributors' records): a link to one from another page then opens it
+ * rendered, where TypeDoc would otherwise copy the raw .md file.
+ * @param {string} dir
+ * @returns {string[]}
+ */
+function markdownUnder(dir) {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.md'))
+    .map((file) => `${dir}/${file.replaceAll('\\', '/')}`)
+    .sort();
+}
+
+/** The pages beside the reference; they are written apart from this config, so only those that exist. */
+const projectDocuments = ['CONTRIBUTING.md', ...markdownUnder('docs')].filter((file) => existsSync(file));
 
 /** @type {Partial<import('typedoc').TypeDocOptions>} */
 const config = {
