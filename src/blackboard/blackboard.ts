@@ -43,7 +43,7 @@ export interface Blackboard {
   update(values: Record<string, JsonValue>): void;
   /** Groups changes into one transaction: observers and other tabs see them together. */
   transact(fn: () => void): void;
-  /** Calls `listener` after each transaction that changed keys; returns the unsubscribe function. */
+  /** Calls `listener` after each transaction that changed keys; returns the unsubscribe function (calling it again does nothing). */
   observe(listener: (changes: BlackboardChange[]) => void): () => void;
   /** Resolves once the board's stored content is loaded from IndexedDB (at once if it closes, or its session is deleted, first). */
   readonly whenLoaded: Promise<void>;
@@ -146,7 +146,12 @@ export function createBlackboard(init: BlackboardInit): Blackboard {
         }
       };
       map.observe(handler);
+      // Idempotent: a view's close stops every listener, and an unsubscribe may come after it (a React
+      // effect's cleanup); Yjs logs an error for a handler removed twice.
+      let stopped = false;
       const stop = () => {
+        if (stopped) return;
+        stopped = true;
         map.unobserve(handler);
         init.signal?.removeEventListener('abort', stop);
       };
