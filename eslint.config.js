@@ -7,8 +7,8 @@ const privateFieldRule = { selector: 'PropertyDefinition[key.name=/^_/]', messag
 
 export default tseslint.config(
   // reports/ and .stryker-tmp/: Stryker's reports and sandboxes, present while `npm run mutation` runs;
-  // .dist-staging-*/: npm run build's staging folders (scripts/build.mjs).
-  { ignores: ['dist/', '.dist-staging-*/', 'dist-demo/', 'node_modules/', 'test/.tmp/', 'test-results/', 'playwright-report/', 'reports/', '.stryker-tmp/'] },
+  // .dist-staging-*/: npm run build's staging folders (scripts/build.mjs); site/: npm run docs's output.
+  { ignores: ['dist/', 'site/', '.dist-staging-*/', 'dist-demo/', 'node_modules/', 'test/.tmp/', 'test-results/', 'playwright-report/', 'reports/', '.stryker-tmp/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

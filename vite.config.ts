@@ -59,6 +59,8 @@ export default defineConfig({
           environment: 'node',
           include: ['test/server/**/*.test.ts'],
           globalSetup: ['test/server/global-setup.ts'],
+          // A test that writes to console.error/warn/trace without saying so fails (test/console-guard.ts).
+          setupFiles: ['test/console-guard.ts'],
         },
       },
       {
@@ -69,6 +71,8 @@ export default defineConfig({
           // The core and store suites run here too: the core needs nothing Node-only, and the
           // store behaves the same on Chromium's IndexedDB as on fake-indexeddb.
           include: ['test/browser/**/*.test.ts', 'test/unit/core/**/*.test.ts', 'test/unit/store/**/*.test.ts', 'test/unit/blackboard/**/*.test.ts'],
+          // Dexie's debug traces off, and the console guard (test/browser/setup.ts).
+          setupFiles: ['test/browser/setup.ts'],
           browser: {
             enabled: true,
             headless: true,

@@ -17,8 +17,11 @@ export type ChangeSource = 'local' | 'tab' | 'remote';
 
 /** One changed key; `value` is undefined when the key was deleted. */
 export interface BlackboardChange {
+  /** The key that changed. */
   readonly key: string;
+  /** Its new value (a copy), or undefined when it was deleted. */
   readonly value: JsonValue | undefined;
+  /** Where the change came from. */
   readonly origin: ChangeSource;
 }
 
@@ -28,7 +31,9 @@ export interface Blackboard {
   get(key: string): JsonValue | undefined;
   /** Sets one key; throws `schema/invalid` (and changes nothing) for a value that is not JSON. */
   set(key: string, value: JsonValue): void;
+  /** Removes one key (nothing happens when it is absent); observers see it with value undefined. */
   delete(key: string): void;
+  /** Whether `key` holds a value. */
   has(key: string): boolean;
   /** The keys, sorted. */
   keys(): string[];
@@ -38,7 +43,7 @@ export interface Blackboard {
   update(values: Record<string, JsonValue>): void;
   /** Groups changes into one transaction: observers and other tabs see them together. */
   transact(fn: () => void): void;
-  /** Calls `listener` after each transaction that changed keys; returns the unsubscribe function. */
+  /** Calls `listener` after each transaction that changed keys; returns the unsubscribe function (calling it again does nothing). */
   observe(listener: (changes: BlackboardChange[]) => void): () => void;
   /** Resolves once the board's stored content is loaded from IndexedDB (at once if it closes, or its session is deleted, first). */
   readonly whenLoaded: Promise<void>;
@@ -48,7 +53,9 @@ export interface Blackboard {
   readonly doc: Y.Doc;
 }
 
+/** What {@link createBlackboard} builds a board from; the store's registry fills it in. */
 export interface BlackboardInit {
+  /** The Y.Doc whose map holds the board. */
   doc: Y.Doc;
   /** Maps a Yjs transaction origin to where the change came from. @default everything is 'local' */
   sourceOf?: (origin: unknown) => ChangeSource;
@@ -139,7 +146,12 @@ export function createBlackboard(init: BlackboardInit): Blackboard {
         }
       };
       map.observe(handler);
+      // Idempotent: a view's close stops every listener, and an unsubscribe may come after it (a React
+      // effect's cleanup); Yjs logs an error for a handler removed twice.
+      let stopped = false;
       const stop = () => {
+        if (stopped) return;
+        stopped = true;
         map.unobserve(handler);
         init.signal?.removeEventListener('abort', stop);
       };

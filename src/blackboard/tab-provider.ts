@@ -21,17 +21,23 @@ import { checkBlackboardUpdate } from './validate.js';
 
 /** A frame between tabs. `to` is null for a broadcast. */
 export interface TabFrame {
+  /** The frame format's version. */
   v: 1;
+  /** The sending tab's peer id. */
   from: string;
+  /** The peer id of the one tab meant to read it, or null for every tab. */
   to: string | null;
+  /** One y-protocols sync message (step 1, step 2 or update). */
   data: Uint8Array;
 }
 
 /** Carries frames between the tabs of one session. */
 export interface TabTransport {
+  /** Sends a frame to every other tab of the session (each reads `to` itself). */
   post(frame: TabFrame): void;
   /** Registers the one receiver of incoming frames (raw: they are validated by the provider). */
   onFrame(receive: (frame: unknown) => void): void;
+  /** Stops sending and receiving; the provider calls it from its own `close()`. */
   close(): void;
 }
 
@@ -54,10 +60,13 @@ export function broadcastTransport(name: string): TabTransport {
   };
 }
 
+/** How a {@link TabSyncProvider} reaches the other tabs and where it reports problems. */
 export interface TabSyncOptions {
   /** This tab's id in frames. */
   peerId: string;
+  /** Carries the frames (a BroadcastChannel per session in the browser). */
   transport: TabTransport;
+  /** Receives what is reported, not thrown: a malformed frame from another tab, an observer that threw. */
   onError: (error: TabulaError) => void;
   /** How often to re-exchange state vectors, in case messages were missed; 0 turns it off. @default 10_000 */
   resyncIntervalMs?: number;

@@ -36,16 +36,21 @@ export interface WorkingContextInit {
 
 /** What differs between two contexts, `this` minus `other`. Deep-frozen. */
 export interface ContextDiff {
+  /** Messages `this` has more of than `other`, compared by value (a repeat counts). */
   readonly messagesAdded: readonly Message[];
+  /** Messages `other` has more of than `this`. */
   readonly messagesRemoved: readonly Message[];
   /** Each key whose value differs, with its value in `this`; null = absent from `this`. */
   readonly scratchpadChanges: Readonly<Record<string, JsonValue | null>>;
+  /** True when the two prefixes differ (structurally). */
   readonly prefixChanged: boolean;
 }
 
 /** An immutable snapshot of a context, safe to share across agents, tabs and workers. */
 export interface FrozenContext {
+  /** The prompt head at the time of the snapshot. */
   readonly prefix: PrefixContext;
+  /** The messages at the time of the snapshot, in order, frozen. */
   readonly messages: readonly Message[];
   /** Sorted by key, values deep-frozen. */
   readonly scratchpad: readonly (readonly [string, JsonValue])[];
@@ -146,8 +151,11 @@ export class WorkingContext {
   #messages: Message[];
   #messagesView: readonly Message[] | null = null;
   #scratchpad: Map<string, JsonValue>;
+  /** The journal of mutations recorded on this context. */
   readonly journal: MutationJournal;
+  /** Counts this context's tokens (`tokens()`, `assertWithinLimit()`). */
   readonly tokenCounter: TokenCounter;
+  /** The hard token ceiling `assertWithinLimit()` checks; null for none. */
   readonly limit: number | null;
   #lock: Promise<unknown> = Promise.resolve();
 

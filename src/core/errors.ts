@@ -53,6 +53,7 @@ export interface ValidationIssue {
   readonly code?: string;
 }
 
+/** What a {@link TabulaError} carries besides its code and message. */
 export interface TabulaErrorOptions {
   /** The lower-level error this one explains. */
   cause?: unknown;
@@ -65,9 +66,13 @@ export interface TabulaErrorOptions {
  * wrong and what to do about it.
  */
 export class TabulaError extends Error {
+  /** Always `'TabulaError'`: with `code`, what {@link isTabulaError} recognises after a clone. */
   override readonly name = 'TabulaError';
+  /** The condition, one code per condition: match on this, never on the message. */
   readonly code: ErrorCode;
+  /** The lower-level error this one explains (a DOMException, a zod error, a fetch failure), if any. */
   override readonly cause?: unknown;
+  /** The validation issues behind a `schema/invalid` or `argument/invalid` error, untouched. */
   readonly issues?: unknown[];
 
   constructor(code: ErrorCode, message: string, options: TabulaErrorOptions = {}) {

@@ -11,8 +11,11 @@ import { PrefixContext } from './prefix.js';
 
 /** The data of a FrozenContext: what postMessage and JSON can carry. */
 export interface FrozenContextData {
+  /** The prefix's parts, as in {@link PrefixContext}. */
   prefix: { systemPrompt: string; grounding: Message[]; schemaBlock: string | null };
+  /** The messages, in order. */
   messages: Message[];
+  /** The scratchpad's entries as `[key, value]`, sorted by key. */
   scratchpad: [string, JsonValue][];
   /** Passed through as they are; they must be cloneable for postMessage (JSON for a file). */
   journalEntries: unknown[];

@@ -14,7 +14,7 @@
  * does not follow a remote key whose wall time is further than that ahead
  * of its own (a device whose clock ran a year ahead would otherwise pull
  * every clock it syncs with a year ahead), and no key ever holds a wall time
- * past {@link MAX_WALL_MS} (16 digits would not be an order key). A clock
+ * past `MAX_WALL_MS`, 15 nines of ms (16 digits would not be an order key). A clock
  * whose own keys are further than `maxDriftMs` ahead of its wall clock (the
  * wall clock was set back, or corrected after running ahead) starts again
  * from the wall clock. The clock does not correct its wall clock itself: the
@@ -57,13 +57,17 @@ export function subOrder(order: string, index: number): string {
 
 /** The parts of an order key. */
 export interface HlcTimestamp {
+  /** Wall time in ms since the epoch, 0 to 15 nines. */
   readonly wallMs: number;
+  /** Orders keys of one wall time: 0 to 16⁶ − 1 (six hex digits in the key). */
   readonly counter: number;
+  /** The client that made the key; breaks ties between clients. */
   readonly clientId: string;
 }
 
 /** A clock owned by one client. */
 export interface HybridLogicalClock {
+  /** The client this clock stamps keys for (`HlcOptions.clientId`). */
   readonly clientId: string;
   /**
    * A new key for a local event: greater than every key this clock has made or followed, unless the wall
@@ -79,6 +83,7 @@ export interface HybridLogicalClock {
   receive(remoteKey: string): string;
 }
 
+/** How {@link createHlc} sets up a clock. */
 export interface HlcOptions {
   /** Identifies this client in its keys: 1–64 of `A–Z a–z 0–9 _ -`. */
   clientId: string;
@@ -86,12 +91,12 @@ export interface HlcOptions {
   wallClock?: () => number;
   /**
    * How far ahead of `wallClock()` a remote key's wall time may be for `receive()` to follow it, in
-   * ms. The store passes {@link DEFAULT_MAX_DRIFT_MS}. @default Infinity (every key is followed)
+   * ms. A syncing store passes 5 minutes (`DEFAULT_MAX_DRIFT_MS`, what the sync server allows too). @default Infinity (every key is followed)
    */
   maxDriftMs?: number;
 }
 
-/** Formats a timestamp as an order key (its wall time must be at most {@link MAX_WALL_MS}). */
+/** Formats a timestamp as an order key (its wall time must be at most 15 nines of ms). */
 export function formatHlc(timestamp: HlcTimestamp): string {
   const wall = String(timestamp.wallMs).padStart(WALL_DIGITS, '0');
   const counter = timestamp.counter.toString(16).padStart(COUNTER_DIGITS, '0');

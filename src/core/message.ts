@@ -16,8 +16,11 @@ export type Role = 'system' | 'user' | 'assistant' | 'tool';
 
 /** A function call the assistant asks for; `arguments` is a JSON string, as on the wire. */
 export interface ToolCall {
+  /** The call's id, non-empty; the `tool` message that answers it names it in `tool_call_id`. */
   id: string;
+  /** Always `'function'`, the only kind of call the chat format has. */
   type: 'function';
+  /** The function to call (a non-empty name) and its arguments as a JSON string, unparsed. */
   function: { name: string; arguments: string };
 }
 
@@ -26,10 +29,13 @@ export type ContentPart = { type: 'text'; text: string } | { type: 'image_url'; 
 
 /** A chat message in the OpenAI wire format. */
 export interface Message {
+  /** Who speaks it. */
   role: Role;
+  /** Text, or parts of text and images; null only on an assistant message that makes tool calls. */
   content: string | ContentPart[] | null;
   /** Author tag; the `tagged(name)` scope selects on it. */
   name?: string;
+  /** On an assistant message: the calls it asks for (no other role makes calls). */
   tool_calls?: ToolCall[];
   /** On a `tool` message: the id of the call it answers. */
   tool_call_id?: string;

@@ -54,10 +54,12 @@ export const PrefixDataSchema = z.strictObject({
   grounding: z.array(MessageSchema),
   schemaBlock: z.nullable(z.string()),
 });
+/** A PrefixContext as stored: its system prompt, grounding messages and schema block. */
 export type PrefixData = z.infer<typeof PrefixDataSchema>;
 
 /** A message's storage status. */
 export const MessageStatusSchema = z.enum(['complete', 'streaming', 'interrupted']);
+/** `'complete'`, `'streaming'` (a stream is still writing it) or `'interrupted'` (its stream ended without finishing). */
 export type MessageStatus = z.infer<typeof MessageStatusSchema>;
 
 /** The state fields of a session that `save()` writes. */
@@ -86,6 +88,7 @@ export interface StateFields {
 }
 /** A partial update of the state fields. */
 export const StatePatchSchema = z.partial(StateFieldsSchema);
+/** A partial update of the state fields: the fields it names replace the stored ones. */
 export type StatePatch = Partial<StateFields>;
 
 /** The values of a new session's state fields. */
@@ -101,6 +104,7 @@ export const CheckpointSnapshotSchema = z.strictObject({
     z.strictObject({ id: IdSchema, order: OrderKeySchema, createdAt: z.number(), status: MessageStatusSchema, message: MessageSchema }),
   ),
 });
+/** What a checkpoint freezes: the prefix, the state fields and the messages with their ids, order keys and status. */
 export type CheckpointSnapshot = z.infer<typeof CheckpointSnapshotSchema>;
 
 const bodies = {
@@ -165,7 +169,11 @@ const bodies = {
 } as const;
 
 type Bodies = typeof bodies;
-/** Every kind of op. */
+/**
+ * Every kind of op: `session.create`, `session.delete`, `session.clear`, `message.append`,
+ * `message.update`, `message.remove`, `prefix.set`, `state.save`, `journal.append`, `journal.commit`,
+ * `note.add`, `memory.set`, `memory.delete`, `checkpoint.create`, `checkpoint.restore`.
+ */
 export type OpKind = keyof Bodies;
 /** The body of an op of kind K. */
 export type OpBody<K extends OpKind> = z.infer<Bodies[K]>;

@@ -21,8 +21,11 @@ export interface PrefixInit {
 
 /** An immutable prompt head with structural equality. */
 export class PrefixContext {
+  /** The system prompt; '' for none (then no system message leads the prompt). */
   readonly systemPrompt: string;
+  /** Messages pinned after the system prompt, validated and frozen. */
   readonly grounding: readonly Message[];
+  /** Structured-output instructions pinned as a last system message; null for none. */
   readonly schemaBlock: string | null;
   #key: string | undefined;
 

@@ -32,7 +32,9 @@ export interface TokenCounter {
 
 /** A token count and whether it is exact (false: an estimate a counter fell back to; never cache it). */
 export interface TokenMeasure {
+  /** The count, in tokens. */
   readonly tokens: number;
+  /** True when counted by the tokenizer, false when estimated. */
   readonly exact: boolean;
 }
 

@@ -15,6 +15,7 @@ export type QueryState<T> =
   | { readonly status: 'ready'; readonly data: T }
   | { readonly status: 'error'; readonly error: unknown };
 
+/** A query's state as `useSyncExternalStore` reads it: built by {@link createLiveQuery}. */
 export interface LiveQuery<T> {
   /** Starts listening (the first subscriber attaches the source); returns the unsubscribe function. */
   readonly subscribe: (onChange: () => void) => () => void;

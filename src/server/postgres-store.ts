@@ -257,8 +257,11 @@ export interface PostgresStoreOptions extends StoreOptions {
  * who have no `@types/pg` (pg is an optional peer dependency).
  */
 export interface PgPoolLike {
+  /** `pool.connect()`: the store borrows one client for LISTEN. */
   connect: (...args: never[]) => unknown;
+  /** `pool.query()`: every read and write. */
   query: (...args: never[]) => unknown;
+  /** `pool.end()`: called on `close()` only for a pool the store made itself. */
   end: (...args: never[]) => unknown;
 }
 

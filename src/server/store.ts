@@ -74,7 +74,9 @@ export type StorePushItem = StoredItem & { readonly seq: number };
  * re-serialising every item.
  */
 export interface StorePulledItem {
+  /** The item's position in the user's log (1, 2, …): the cursor a pull continues from. */
   readonly position: number;
+  /** The `PullItem` as JSON text, sent as it is. */
   readonly json: string;
 }
 
@@ -86,6 +88,7 @@ export interface StorePulledItem {
 export interface StorePokeItems {
   /** The position the items continue: the head of the store's previous poke of that user, or the head before the push (0 for the start of the log). */
   readonly after: number;
+  /** The items after `after`, in log order (64 at most: a larger push pokes without items). */
   readonly items: readonly StorePulledItem[];
 }
 
@@ -166,6 +169,7 @@ export type StorePushResult =
 
 /** One page of a user's log. */
 export interface StorePullPage {
+  /** The page's items, in log order. */
   readonly items: readonly StorePulledItem[];
   /** True when items after the last returned one exist. */
   readonly more: boolean;

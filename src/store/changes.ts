@@ -18,10 +18,13 @@ export type ChangeOrigin = 'local' | 'tab' | 'remote';
 
 /** One committed change to a session. */
 export interface SessionChange {
+  /** The user whose session changed. */
   readonly userId: string;
+  /** The session that changed. */
   readonly sessionId: string;
   /** The kinds of op that the change applied, e.g. ['message.append']. */
   readonly kinds: readonly OpKind[];
+  /** Where the change was made: this tab, another tab of this origin, or another device (sync). */
   readonly origin: ChangeOrigin;
   /**
    * Set when sync brought another device's save (or restore) that replaced a save made here without

@@ -31,8 +31,11 @@ import { commit, sessionNotFound } from './writer.js';
 export interface RunContext {
   /** 32 lowercase hex characters, or the runId the caller gave, kept as is. */
   readonly runId: string;
+  /** The session's user. */
   readonly userId: string;
+  /** The session the run holds. */
   readonly sessionId: string;
+  /** The run's scope (`RunOptions.scope`): visits are counted and memory kept per scope. */
   readonly scope: string;
   /** 1 on the first run in this scope of this session, then 2, … */
   readonly visit: number;
@@ -52,6 +55,7 @@ export interface RunContext {
   append(message: Message | Message[]): Promise<StoredMessage[]>;
 }
 
+/** How `session.run()` starts a run. */
 export interface RunOptions {
   /** Groups runs for visit counting and memory. @default 'default' */
   scope?: string;

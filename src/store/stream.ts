@@ -31,7 +31,9 @@ export interface MessageStream {
   abort(reason?: string): Promise<StoredMessage>;
 }
 
+/** What `session.stream()` writes: the message the stream appends and how often it persists. */
 export interface StreamInit {
+  /** Streams write assistant messages only. */
   role: 'assistant';
   /** Author tag of the message. */
   name?: string;

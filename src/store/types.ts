@@ -14,6 +14,7 @@ export interface StoredMessage extends Message {
   readonly id: string;
   /** HLC order key; messages sort by it. */
   readonly order: string;
+  /** 'streaming' while a stream writes it; 'interrupted' when its stream ended unfinished. */
   readonly status: MessageStatus;
   /** ms since the epoch. */
   readonly createdAt: number;
@@ -42,6 +43,7 @@ export type ConflictPolicy =
    */
   | ((current: SessionState, patch: SessionStatePatch) => SessionStatePatch | Promise<SessionStatePatch>);
 
+/** How `session.save()` treats a session that another write changed since it was read. */
 export interface SaveOptions {
   /** Compare-and-set: the version the caller read. Omit for last-write-wins. */
   expectedVersion?: number;
@@ -51,9 +53,13 @@ export interface SaveOptions {
 
 /** A line of progress. */
 export interface Note {
+  /** Unique within the session. */
   readonly id: string;
+  /** The note, at most 500 characters. */
   readonly text: string;
+  /** The run that wrote it (`ctx.note()`), or null for `session.note()`. */
   readonly runId: string | null;
+  /** That run's scope, or null for `session.note()`. */
   readonly scope: string | null;
   /** ms since the epoch. */
   readonly at: number;
@@ -61,11 +67,15 @@ export interface Note {
 
 /** A small key-value store per (session, scope), saved at once. */
 export interface Memory {
+  /** The value under `key`, or undefined when none is stored. */
   get<T extends JsonValue>(key: string): Promise<T | undefined>;
   /** null or undefined throws 'memory/bad-value'; delete() removes a key. */
   set(key: string, value: JsonValue): Promise<void>;
+  /** Removes `key`, in every tab and (with sync) on every device; absent keys are fine. */
   delete(key: string): Promise<void>;
+  /** The stored keys of this scope, sorted. */
   keys(): Promise<string[]>;
+  /** Removes every key of this scope, in one write. */
   clear(): Promise<void>;
   /**
    * Reads and writes several keys of this scope in one IndexedDB
@@ -81,8 +91,11 @@ export interface Memory {
 
 /** The reads and writes available inside `memory.transact()`. Same key and value rules as {@link Memory}. */
 export interface MemoryTransaction {
+  /** The value under `key` as of this point of the transaction (its own writes included). */
   get<T extends JsonValue>(key: string): Promise<T | undefined>;
+  /** Sets `key`; lands when the transaction does. */
   set(key: string, value: JsonValue): Promise<void>;
+  /** Removes `key`; lands when the transaction does. */
   delete(key: string): Promise<void>;
   /** Live keys of the scope, sorted, as of this point of the transaction. */
   keys(): Promise<string[]>;
@@ -102,20 +115,31 @@ export interface MemoryTransaction {
 
 /** A row of `tabula.sessions()`. */
 export interface SessionInfo {
+  /** The session's user. */
   readonly userId: string;
+  /** The session's id. */
   readonly sessionId: string;
+  /** The state's version (`SessionState.version`). */
   readonly version: number;
+  /** How many messages the session holds. */
   readonly messageCount: number;
+  /** The state's `summary` field. */
   readonly summary: string | null;
+  /** ms since the epoch. */
   readonly createdAt: number;
+  /** ms since the epoch of the last change. */
   readonly updatedAt: number;
+  /** The session this one was forked from, or null. */
   readonly forkOf: { readonly userId: string; readonly sessionId: string } | null;
 }
 
 /** A checkpoint's handle. */
 export interface CheckpointInfo {
+  /** Names the checkpoint for `session.restore()`. */
   readonly id: string;
+  /** The label given to `session.checkpoint()`, or null. */
   readonly label: string | null;
+  /** ms since the epoch. */
   readonly at: number;
 }
 
@@ -129,13 +153,18 @@ export interface SessionOptions {
 
 /** A run as recorded in the runs table. */
 export interface RunInfo {
+  /** The run's id (`RunContext.runId`). */
   readonly runId: string;
+  /** The run's scope. */
   readonly scope: string;
+  /** Its visit number in the scope (`RunContext.visit`). */
   readonly visit: number;
+  /** Its attempt number under this runId (`RunContext.attempt`). */
   readonly attempt: number;
   /** 'abandoned': left running by a tab that closed or crashed. */
   readonly status: 'running' | 'succeeded' | 'failed' | 'interrupted' | 'abandoned';
   /** ms since the epoch. */
   readonly startedAt: number;
+  /** ms since the epoch when it ended (or was found abandoned); null while running. */
   readonly endedAt: number | null;
 }

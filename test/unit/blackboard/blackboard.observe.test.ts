@@ -71,6 +71,20 @@ describe('Blackboard observe()', () => {
     other.set('three', 3);
     expect(seen).toEqual(['a:one', 'b:one', 'other:one', 'b:two', 'other:two', 'other:three']);
   });
+
+  it('unsubscribing again, or after its view closed, is harmless (a React cleanup after close does that)', () => {
+    // Yjs logs "[yjs] Tried to remove event handler that doesn't exist." for a handler removed twice.
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const lease = new AbortController();
+    const view = createBlackboard({ doc: new Y.Doc(), signal: lease.signal });
+    const stopAfterClose = view.observe(() => undefined);
+    const stopTwice = createBlackboard({ doc: new Y.Doc() }).observe(() => undefined);
+    lease.abort();
+    stopAfterClose();
+    stopTwice();
+    stopTwice();
+    expect(logged).not.toHaveBeenCalled();
+  });
 });
 
 describe('Blackboard views that close', () => {
