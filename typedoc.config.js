@@ -69,6 +69,9 @@ const config = {
   excludeInternal: true,
   excludeExternals: true,
   includeVersion: true,
+  // No source links: the repository's host is not known here (a clone's remote may be a local path), and a
+  // link to nowhere would be a warning, hence an error.
+  disableSources: true,
   sort: ['source-order'],
   // notDocumented is off because the plugin's check replaces it (it would also ask for a comment on
   // each field of every zod schema's inferred shape).

@@ -196,7 +196,8 @@ export function createCycles(options: CycleOptions): Cycles {
           const state = failure.code === 'sync/unauthorized' ? 'unauthorized' : failure.code === 'sync/offline' || RETRY_LATER.has(failure.code) ? 'offline' : 'error';
           if (state === 'unauthorized') http.forgetToken();
           if (!options.closed()) leadership.setStatus({ state, pending: await replica.waiting().then(({ pending }) => pending, () => leadership.status().pending), error: failure });
-          if (state === 'error') host.onError(failure);
+          // A cycle cut short by close() is no failure to report: the app closed it.
+          if (state === 'error' && !options.closed()) host.onError(failure);
           throw failure;
         }
       });
