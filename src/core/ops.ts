@@ -59,7 +59,10 @@ export type PrefixData = z.infer<typeof PrefixDataSchema>;
 
 /** A message's storage status. */
 export const MessageStatusSchema = z.enum(['complete', 'streaming', 'interrupted']);
-/** `'complete'`, `'streaming'` (a stream is still writing it) or `'interrupted'` (its stream ended without finishing). */
+/**
+ * `'complete'`, `'streaming'` (a stream is still writing it) or `'interrupted'` (its stream ended without finishing).
+ * @useDeclaredType
+ */
 export type MessageStatus = z.infer<typeof MessageStatusSchema>;
 
 /** The state fields of a session that `save()` writes. */
@@ -98,13 +101,19 @@ export function emptyStateFields(): StateFields {
 
 /** What a checkpoint freezes: enough to put the session back as it was. */
 export const CheckpointSnapshotSchema = z.strictObject({
+  /** The prefix as it was. */
   prefix: PrefixDataSchema,
+  /** The state fields as they were. */
   state: StateFieldsSchema,
+  /** Every message, in order, with its id, order key, creation time (ms since the epoch) and status. */
   messages: z.array(
     z.strictObject({ id: IdSchema, order: OrderKeySchema, createdAt: z.number(), status: MessageStatusSchema, message: MessageSchema }),
   ),
 });
-/** What a checkpoint freezes: the prefix, the state fields and the messages with their ids, order keys and status. */
+/**
+ * What a checkpoint freezes: the prefix, the state fields and the messages with their ids, order keys and status.
+ * @useDeclaredType
+ */
 export type CheckpointSnapshot = z.infer<typeof CheckpointSnapshotSchema>;
 
 const bodies = {

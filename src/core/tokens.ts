@@ -50,7 +50,8 @@ export const IMAGE_PART_TOKENS = 85;
 /**
  * The text of a message that a tokenizer reads: role, name, every text
  * part, and each tool call's name and arguments, joined by newlines. Image
- * parts are not text; they are charged {@link IMAGE_PART_TOKENS} each.
+ * parts are not text: a count charges 85 tokens for each (the base cost of
+ * a low-detail image) on top of this text, as it adds 4 per message.
  */
 export function messageTokenText(message: Message): string {
   const pieces: string[] = [message.role];

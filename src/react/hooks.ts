@@ -16,6 +16,7 @@ const TabulaContext = createContext<Tabula | null>(null);
 export interface TabulaProviderProps {
   /** An open Tabula (from `openTabula()`); the provider does not close it. */
   tabula: Tabula;
+  /** The components that may use the hooks. */
   children?: ReactNode;
 }
 

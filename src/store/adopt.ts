@@ -156,7 +156,9 @@ export async function unfinishedAdoptions(db: TabulaDb, to: string): Promise<str
 
 /** What `tabula.adopt()` did: the session ids it moved, and those it left with the other user. */
 export interface AdoptResult {
+  /** The ids of the sessions moved to this Tabula's user. */
   readonly adopted: readonly string[];
+  /** The ids of the sessions left with the other user: this user already has the id, or a reply is still streaming. */
   readonly kept: readonly string[];
 }
 

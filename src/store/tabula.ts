@@ -35,6 +35,7 @@ import type { SessionInfo, SessionOptions } from './types.js';
 import { assertOpen, type StoreContext } from './context.js';
 import { commit } from './writer.js';
 
+/** Options of {@link openTabula}; all are optional. */
 export interface OpenTabulaOptions {
   /** IndexedDB database name. @default 'tabula' */
   name?: string;
@@ -85,6 +86,11 @@ export interface Tabula {
   adopt(fromUserId: string): Promise<AdoptResult>;
   /** Sync controls and status; null without `openTabula({ sync })`. */
   readonly sync: SyncHandle | null;
+  /**
+   * Closes the database and everything opened with it: stops sync, interrupts unfinished streams
+   * (keeping their text), aborts this tab's runs and closes every session handle; a `tokenCounter` you
+   * passed stays open. Every call after it throws `storage/closed`; a second close waits for the first.
+   */
   close(): Promise<void>;
 }
 

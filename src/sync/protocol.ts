@@ -164,6 +164,7 @@ export const BoardUpdateSchema = z.strictObject({
 });
 /** A blackboard update of one session, as it travels. */
 export interface BoardUpdate {
+  /** The session whose blackboard it updates (1–256 characters). */
   readonly sessionId: string;
   /** A Yjs update (`Y.encodeStateAsUpdate` / an `update` event), base64. */
   readonly update: string;
@@ -184,6 +185,7 @@ const PushItemSchema = z
 
 /** `POST /v1/push` body. */
 export interface PushRequest {
+  /** The pushing client (one browser profile of the user), 1–64 characters of `A–Z a–z 0–9 _ -`; seqs count per client. */
   readonly clientId: string;
   /** Items with seq = lastSeq + 1, lastSeq + 2, … (seqs the server has are ignored). */
   readonly items: readonly PushItem[];
@@ -250,8 +252,11 @@ export const PullResponseSchema = z.strictObject({
  * client pulls.
  */
 export interface PokeEvent {
+  /** Where the user's item log now reaches: a pull from a client's cursor gets everything up to it. */
   readonly cursor: string;
+  /** The cursor `items` continue (null: the start); present exactly when `items` is. */
   readonly after?: string | null;
+  /** What the push appended, as a pull from `after` returns it up to `cursor`; at least one. */
   readonly items?: readonly PullItem[];
   /** The server's clock when it sent the poke, in ms since the epoch (as `X-Tabula-Time`). */
   readonly time?: number;
@@ -275,10 +280,7 @@ export interface ExpiredEvent {
   readonly reason: 'expired' | 'revoked';
 }
 
-/**
- * The codes a sync server answers with. `sync/rate-limited` (429, too many event streams) and
- * `sync/timeout` (408, a body too slow to arrive) mean: nothing was done, retry later.
- */
+/** The codes of {@link SyncErrorCode}, as a list (for `z.enum`). */
 export const SYNC_ERROR_CODES = [
   'sync/unauthorized',
   'sync/forbidden',
@@ -290,7 +292,11 @@ export const SYNC_ERROR_CODES = [
   'schema/invalid',
   'storage/failed',
 ] as const satisfies readonly ErrorCode[];
-/** One of {@link SYNC_ERROR_CODES}. */
+/**
+ * A code a sync server answers with. `sync/rate-limited` (429, too many event streams) and
+ * `sync/timeout` (408, a body too slow to arrive) mean: nothing was done, retry later.
+ * @useDeclaredType
+ */
 export type SyncErrorCode = (typeof SYNC_ERROR_CODES)[number];
 
 /**
@@ -299,6 +305,7 @@ export type SyncErrorCode = (typeof SYNC_ERROR_CODES)[number];
  * server lost data) says the server's `head`.
  */
 export interface ErrorResponse {
+  /** The {@link SyncErrorCode}, a message saying what went wrong, and `lastSeq` or `head` for a `sync/gap`. */
   readonly error: { readonly code: SyncErrorCode; readonly message: string; readonly lastSeq?: number; readonly head?: number };
 }
 /** The zod schema of an {@link ErrorResponse}. */
@@ -313,7 +320,9 @@ export const ErrorResponseSchema: z.ZodMiniType<ErrorResponse> = z.object({
 
 /** `GET /v1/health` answer. */
 export interface HealthResponse {
+  /** Always true: the server answers. */
   readonly ok: true;
+  /** The server's {@link PROTOCOL_VERSION}. */
   readonly protocol: number;
 }
 

@@ -84,6 +84,10 @@ export interface WorkerTokenCounter extends TokenCounter {
   measureText(text: string, options?: CountTextOptions): Promise<TokenMeasure>;
   /** How many texts were sent to the tokenizer, answered from the cache, or estimated. */
   stats(): { counted: number; cached: number; estimated: number };
+  /**
+   * Releases the worker (a dedicated one is terminated, a shared one keeps serving the other tabs);
+   * every count after it rejects with `storage/closed`. A second close does nothing.
+   */
   close(): void;
 }
 

@@ -138,6 +138,7 @@ export interface ParkedItem {
   readonly seq: number;
   /** The op's kind, or `'board'` for a blackboard update. */
   readonly kind: OpKind | 'board';
+  /** The session the item belongs to. */
   readonly sessionId: string;
   /** The id of the message a message op writes (`StoredMessage.id`), to show which one stayed on this device. */
   readonly messageId?: string;
@@ -147,6 +148,12 @@ export interface ParkedItem {
 
 /** The status of sync, as `tabula.sync.status()` reports it. */
 export interface SyncStatus {
+  /**
+   * `'syncing'` while a push-and-pull runs, `'idle'` between them; `'offline'` when the server is
+   * unreachable or asked to retry later, and `'error'` when a cycle failed otherwise (both retry by
+   * themselves, with backoff); `'unauthorized'` when the token was refused, until one is accepted (the
+   * event stream keeps asking for one, as `resume()` and `flush()` do).
+   */
   readonly state: 'idle' | 'syncing' | 'offline' | 'error' | 'unauthorized';
   /** Local ops not yet acknowledged by the server (parked ones are not counted: they wait for no one). */
   readonly pending: number;
@@ -160,6 +167,7 @@ export interface SyncStatus {
 
 /** `tabula.sync`: controls and watches the sync engine. */
 export interface SyncHandle {
+  /** The status now, the same in every tab that syncs this user (the leader tab's); `subscribe()` follows it. */
   status(): SyncStatus;
   /** Calls `listener` on every status change; returns the unsubscribe function. */
   subscribe(listener: (status: SyncStatus) => void): () => void;
@@ -167,6 +175,7 @@ export interface SyncHandle {
   flush(): Promise<void>;
   /** Stops syncing in the background until resume(); local writes keep queueing. */
   pause(): void;
+  /** Restarts background sync after `pause()` and syncs at once; after `'unauthorized'` it asks for a token again. */
   resume(): void;
   /**
    * Forgets a parked item (see {@link ParkedItem}) for good: it leaves `status().parked`. What it wrote
@@ -185,8 +194,16 @@ export interface SyncEngine extends SyncHandle {
   close(): Promise<void>;
 }
 
-/** What `openTabula({ sync })` takes: `httpSync(...)` returns one. */
+/**
+ * What `openTabula({ sync })` takes: `httpSync(...)` returns one. Opaque to the app: its one method is
+ * the store's handshake with Tabula's own engine, internal and free to change between releases.
+ */
 export interface SyncAdapter {
+  /**
+   * Starts the engine for the Tabula `host` describes; `openTabula()` calls it once, and `tabula.close()`
+   * closes the engine. Internal, like SyncHost and SyncEngine: they change with the store.
+   * @internal
+   */
   start(host: SyncHost): SyncEngine;
 }
 

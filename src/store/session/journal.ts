@@ -13,10 +13,18 @@ import { journalRows, type HandleScope } from './scope.js';
 
 /** The persisted journal of a session: a MutationJournal whose entries and watermark survive reloads. */
 export interface SessionJournal {
+  /** Appends one entry; durable when the promise resolves. An entry that is not JSON throws `schema/invalid`. */
   record(entry: JsonValue): Promise<void>;
+  /**
+   * Appends a batch in order, in one write: every entry lands or none does. Anything but an array throws
+   * `argument/invalid`; an entry that is not JSON throws `schema/invalid` naming its index.
+   */
   apply(entries: JsonValue[]): Promise<void>;
+  /** The entries past the watermark (not yet acknowledged with `markCommitted()`), oldest first. */
   diff(): Promise<JsonValue[]>;
+  /** Acknowledges every entry recorded so far, in any tab: the watermark moves past them and `diff()` is empty. */
   markCommitted(): Promise<void>;
+  /** Every entry, committed or not, oldest first. */
   view(): Promise<JsonValue[]>;
 }
 
