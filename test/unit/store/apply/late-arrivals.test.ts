@@ -6,13 +6,13 @@
  * the sync client and the change feed act on, so a replay must not be listed.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Op } from '../../../src/core/index.js';
-import { subOrder } from '../../../src/core/hlc.js';
-import { applyOps, type SaveConflict } from '../../../src/store/apply/index.js';
-import { createDb, sessionTables } from '../../../src/store/db/schema.js';
-import { messageUpdatesKey } from '../../../src/store/db/keys.js';
-import { uniqueName } from './helpers.js';
-import { append, at, BASE_MS, closeReplicas, converge, create, memorySet, op, prefix, replica, save, SESSION, snapshotOf, update, USER, view } from './replicas.js';
+import type { Op } from '../../../../src/core/index.js';
+import { subOrder } from '../../../../src/core/hlc.js';
+import { applyOps, type SaveConflict } from '../../../../src/store/apply/index.js';
+import { createDb, sessionTables } from '../../../../src/store/db/schema.js';
+import { messageUpdatesKey } from '../../../../src/store/db/keys.js';
+import { uniqueName } from '../helpers.js';
+import { append, at, BASE_MS, closeReplicas, converge, create, memorySet, op, prefix, replica, save, SESSION, snapshotOf, update, USER, view } from '../replicas.js';
 
 afterEach(closeReplicas);
 

@@ -7,11 +7,11 @@
  * value the guard exists for.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Op } from '../../../src/core/index.js';
-import { formatHlc, subOrder } from '../../../src/core/hlc.js';
-import { applyOps } from '../../../src/store/apply/index.js';
-import { createDb, sessionTables } from '../../../src/store/db/schema.js';
-import { uniqueName } from './helpers.js';
+import type { Op } from '../../../../src/core/index.js';
+import { formatHlc, subOrder } from '../../../../src/core/hlc.js';
+import { applyOps } from '../../../../src/store/apply/index.js';
+import { createDb, sessionTables } from '../../../../src/store/db/schema.js';
+import { uniqueName } from '../helpers.js';
 import {
   append,
   at,
@@ -30,7 +30,7 @@ import {
   snapshotOf,
   update,
   view,
-} from './replicas.js';
+} from '../replicas.js';
 
 afterEach(closeReplicas);
 

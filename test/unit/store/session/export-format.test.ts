@@ -6,7 +6,7 @@
  * same refusals through importSession().
  */
 import { describe, expect, it } from 'vitest';
-import { isTabulaError, parseSessionExport, type SessionExport } from '../../../src/index.js';
+import { isTabulaError, parseSessionExport, type SessionExport } from '../../../../src/index.js';
 
 const ORDER_A = '000001700000000.000000.clientA';
 const ORDER_B = '000001700000001.000000.clientA';
