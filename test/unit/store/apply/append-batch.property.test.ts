@@ -4,7 +4,7 @@
  * the same ops one at a time leaves, whatever the mix: fresh appends,
  * replays (same id, same or another order), duplicates inside one batch,
  * appends ordered before the session's creation, and ops delivered out
- * of order. Mixes with other kinds are apply-one-transaction.property's.
+ * of order. Mixes with other kinds are one-transaction.property.test.ts's.
  * Seeded (test/unit/seed.ts): the seed is printed; TABULA_SEED=<n> replays it (Node).
  */
 import fc from 'fast-check';

@@ -1,5 +1,5 @@
 /**
- * More guards of the one write path (the first ones are in apply.guards.test.ts): ops replayed, late,
+ * More guards of the one write path (the first ones are in out-of-order.test.ts): ops replayed, late,
  * or ordered before what a replica already holds, for each kind of op. Each scenario either applies
  * the same ops to two replicas, in order-key order and late (`converge`), and checks the value the
  * guard exists for, or checks what applyOps lists as applied: the ops that changed something, which

@@ -4,7 +4,7 @@
  * devices' ops interleaved anywhere. Each scenario applies the same ops to
  * two replicas, once in order-key order and once in a late order, and
  * checks that both show the same session through the public API, and the
- * value the guard exists for.
+ * value the guard exists for. Session lives have their own file, session-lives.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Op } from '../../../../src/core/index.js';
