@@ -1,6 +1,7 @@
 /**
  * Every Blackboard method, called with every kind of wrong argument (null,
- * undefined, number, string, array, Map, cyclic, deeply nested, function),
+ * undefined, number, NaN, string, array, Map, Date, function, object, cyclic,
+ * deeply nested: the shared list of test/unit/wrong-values.ts),
  * throws a TabulaError with a code and changes nothing: not the content,
  * not the document (no Yjs update is emitted). Seeded with fast-check;
  * TABULA_SEED=n replays a reported seed.
@@ -10,6 +11,7 @@ import * as Y from 'yjs';
 import { describe, expect, it } from 'vitest';
 import { createBlackboard, isTabulaError, type Blackboard, type JsonValue } from '../../../src/index.js';
 import { fcParams, TEST_SEED } from '../seed.js';
+import { WRONG_VALUES, wrongValuesExcept, type WrongKind } from '../wrong-values.js';
 
 const seed = TEST_SEED;
 
@@ -19,38 +21,20 @@ function cyclic(): Record<string, unknown> {
   return value;
 }
 
-function deep(kind: 'array' | 'object'): unknown {
-  let value: unknown = 1;
-  for (let i = 0; i < 20_000; i++) value = kind === 'array' ? [value] : { a: value };
-  return value;
-}
-
 type Wrong = { name: string; make: () => unknown };
-const anything: Wrong[] = [
-  { name: 'null', make: () => null },
-  { name: 'undefined', make: () => undefined },
-  { name: 'number', make: () => 42 },
-  { name: 'string', make: () => 'text' },
-  { name: 'array', make: () => [1, 2] },
-  { name: 'Map', make: () => new Map([['a', 1]]) },
-  { name: 'cyclic', make: cyclic },
-  { name: 'deep array', make: () => deep('array') },
-  { name: 'deep object', make: () => deep('object') },
-  { name: 'function', make: () => () => 1 },
-];
-const byName = (...names: string[]) => anything.filter((w) => names.includes(w.name));
+const except = (...kinds: WrongKind[]): Wrong[] => wrongValuesExcept(...kinds).map((wrong) => ({ name: wrong.kind, make: wrong.make }));
 /** Wrong as a key: anything but a non-empty string. */
-const wrongKeys: Wrong[] = [...anything.filter((w) => w.name !== 'string'), { name: 'empty string', make: () => '' }];
-/** Wrong as a value: not JSON (null, numbers, strings and arrays are JSON). */
-const wrongValues: Wrong[] = [...byName('undefined', 'Map', 'cyclic', 'deep array', 'deep object', 'function'), { name: 'NaN', make: () => NaN }, { name: 'Date', make: () => new Date(0) }];
-/** Wrong as update()'s argument: anything but a plain object of JSON values. */
+const wrongKeys: Wrong[] = [...except('string'), { name: 'empty string', make: () => '' }];
+/** Wrong as a value: not JSON (null, numbers, strings, arrays and plain objects of JSON are JSON). */
+const wrongValues: Wrong[] = except('null', 'number', 'string', 'array', 'object');
+/** Wrong as update()'s argument: anything but a plain object of JSON values (`object` is one). */
 const wrongRecords: Wrong[] = [
-  ...anything.filter((w) => w.name !== 'deep object' && w.name !== 'cyclic'),
+  ...except('object'),
   { name: 'cyclic record', make: () => ({ ok: 1, bad: cyclic() }) },
-  { name: 'record with a deep value', make: () => ({ ok: 1, bad: deep('object') }) },
+  { name: 'record with a deep value', make: () => ({ ok: 1, bad: WRONG_VALUES.find((w) => w.kind === 'deep object')!.make() }) },
   { name: 'record with undefined', make: () => ({ ok: 1, bad: undefined }) },
 ];
-const notFunctions: Wrong[] = anything.filter((w) => w.name !== 'function');
+const notFunctions: Wrong[] = except('function');
 
 type Call = { method: string; wrong: Wrong; run: (board: Blackboard, arg: unknown) => unknown };
 const calls: Call[] = [

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { checkIterable, checkOptions, checkRecord, describeValue, isPlainObject } from '../../../src/core/args.js';
+import { wrongValuesExcept } from '../wrong-values.js';
 import { refusal } from './refusal.js';
 
 describe('isPlainObject', () => {
@@ -13,14 +14,10 @@ describe('isPlainObject', () => {
     expect(isPlainObject(Object.create(null))).toBe(true);
   });
 
+  // The shared wrong values (test/unit/wrong-values.ts) but the plain objects among them, and an empty array.
   it.each([
-    ['null', null],
-    ['undefined', undefined],
-    ['a string', 'x'],
-    ['a number', 1],
-    ['a function', () => ({})],
-    ['an array', []],
-    ['a Date', new Date(0)],
+    ...wrongValuesExcept('object', 'cyclic', 'cyclic content', 'deep object').map((wrong) => [wrong.kind, wrong.make()]),
+    ['an empty array', []],
     ['a class instance', new (class Point {})()],
   ])('refuses %s', (_label, value) => {
     expect(isPlainObject(value)).toBe(false);

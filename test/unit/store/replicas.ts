@@ -1,5 +1,5 @@
 /**
- * Replicas for the guards of the one write path (apply.guards.test.ts, apply.late.test.ts): ops made by
+ * Replicas for the guards of the one write path (apply/out-of-order.test.ts, apply/late-arrivals.test.ts, apply/session-lives.test.ts): ops made by
  * hand with order keys of named devices, applied to fresh databases one batch (one sync pull) at a
  * time, and everything the public API shows of the session, to compare a replica that got the ops in
  * order-key order with one that got them late.

@@ -3,6 +3,8 @@
  * rejects with) a TabulaError with a code, and nothing stored changes
  * (issue 10, class-wide). A method whose parameter legitimately takes a
  * kind of value lists that kind in `accepts` and is not called with it.
+ * The values are the shared list of test/unit/wrong-values.ts; a parameter that takes an array takes a
+ * deep one too where its entries are any JSON (a journal's) or are not checked (applyScope's messages).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -23,17 +25,10 @@ import {
   type Tabula,
 } from '../../../src/index.js';
 import { fcParams, testSeed } from '../seed.js';
+import { WRONG_VALUES, type WrongKind } from '../wrong-values.js';
 import { freshTabula } from './helpers.js';
 
-type Kind = 'null' | 'undefined' | 'number' | 'string' | 'array' | 'map' | 'cyclic' | 'deep' | 'object';
-
-function badValues(): Record<Kind, unknown> {
-  const cyclic: Record<string, unknown> = { role: 'user', content: 'x' };
-  cyclic.self = cyclic;
-  let deep: unknown = 1;
-  for (let i = 0; i < 20_000; i++) deep = { d: deep };
-  return { null: null, undefined, number: 42, string: 'not-this', array: [1, 'two'], map: new Map([['k', 1]]), cyclic, deep, object: { unexpected: true } };
-}
+type Kind = WrongKind;
 
 interface Case {
   name: string;
@@ -62,14 +57,14 @@ function sessionCases(tabula: Tabula, session: Session): Case[] {
   const memory = session.memory();
   return [
     { name: 'tabula.session(id)', call: (v) => tabula.session(v as never), accepts: ['string'] },
-    { name: 'tabula.session(id, options)', call: (v) => tabula.session('s', v as never), accepts: ['undefined', 'object', 'cyclic', 'deep'] },
-    { name: 'tabula.sessions(query)', call: (v) => tabula.sessions(v as never), accepts: ['undefined', 'object', 'cyclic', 'deep'] },
+    { name: 'tabula.session(id, options)', call: (v) => tabula.session('s', v as never), accepts: ['undefined', 'object', 'cyclic', 'cyclic content', 'deep object'] },
+    { name: 'tabula.sessions(query)', call: (v) => tabula.sessions(v as never), accepts: ['undefined', 'object', 'cyclic', 'cyclic content', 'deep object'] },
     { name: 'tabula.deleteSession(id)', call: (v) => tabula.deleteSession(v as never), accepts: ['string'] },
-    { name: 'tabula.deleteSession(id, options)', call: (v) => tabula.deleteSession('nope', v as never), accepts: ['undefined', 'object', 'cyclic', 'deep'] },
+    { name: 'tabula.deleteSession(id, options)', call: (v) => tabula.deleteSession('nope', v as never), accepts: ['undefined', 'object', 'cyclic', 'cyclic content', 'deep object'] },
     { name: 'tabula.importSession(data)', call: (v) => tabula.importSession(v as never) },
     { name: 'session.append(message)', call: (v) => session.append(v as never) },
     { name: 'session.append([message])', call: (v) => session.append([v] as never) },
-    { name: 'session.messages(options)', call: (v) => session.messages(v as never), accepts: ['undefined', 'object', 'cyclic', 'deep'] },
+    { name: 'session.messages(options)', call: (v) => session.messages(v as never), accepts: ['undefined', 'object', 'cyclic', 'cyclic content', 'deep object'] },
     { name: 'session.messages({ last })', call: (v) => session.messages({ last: v } as never), accepts: ['undefined', 'number'] },
     { name: 'session.messages({ scope })', call: (v) => session.messages({ scope: v } as never), accepts: ['undefined', 'null'] },
     { name: 'session.setPrefix(prefix)', call: (v) => session.setPrefix(v as never) },
@@ -77,25 +72,25 @@ function sessionCases(tabula: Tabula, session: Session): Case[] {
     { name: 'session.journal.apply(entries)', call: (v) => session.journal.apply(v as never), accepts: ['array'] },
     { name: 'session.save(patch)', call: (v) => session.save(v as never) },
     { name: 'session.save({ context })', call: (v) => session.save({ context: v } as never), accepts: ['object'] },
-    { name: 'session.save(patch, options)', call: (v) => session.save({}, v as never), accepts: ['undefined', 'object', 'cyclic', 'deep'] },
+    { name: 'session.save(patch, options)', call: (v) => session.save({}, v as never), accepts: ['undefined', 'object', 'cyclic', 'cyclic content', 'deep object'] },
     { name: 'session.note(text)', call: (v) => session.note(v as never), accepts: ['string'] },
     { name: 'session.memory(scope)', call: (v) => session.memory(v as never), accepts: ['undefined', 'string'] },
     { name: 'memory.get(key)', call: (v) => memory.get(v as never), accepts: ['string'] },
     { name: 'memory.set(key)', call: (v) => memory.set(v as never, 1), accepts: ['string'] },
     { name: 'memory.set(key, value)', call: (v) => memory.set('k', v as never), accepts: ['number', 'string', 'array', 'object'] },
     { name: 'memory.delete(key)', call: (v) => memory.delete(v as never), accepts: ['string'] },
-    { name: 'session.run(fn)', call: (v) => session.run(v as never) },
-    { name: 'session.run(fn, options)', call: (v) => session.run(async () => 1, v as never), accepts: ['undefined', 'object', 'cyclic', 'deep'] },
+    { name: 'session.run(fn)', call: (v) => session.run(v as never), accepts: ['function'] },
+    { name: 'session.run(fn, options)', call: (v) => session.run(async () => 1, v as never), accepts: ['undefined', 'object', 'cyclic', 'cyclic content', 'deep object'] },
     { name: 'session.run(fn, { scope })', call: (v) => session.run(async () => 1, { scope: v } as never), accepts: ['undefined', 'string'] },
     { name: 'session.run(fn, { signal })', call: (v) => session.run(async () => 1, { signal: v } as never), accepts: ['undefined'] },
     { name: 'session.interrupt(reason)', call: (v) => session.interrupt(v as never), accepts: ['undefined', 'string'] },
     { name: 'session.stream(init)', call: (v) => session.stream(v as never) },
-    { name: 'session.toContext(options)', call: (v) => session.toContext(v as never), accepts: ['undefined', 'object', 'cyclic', 'deep'] },
+    { name: 'session.toContext(options)', call: (v) => session.toContext(v as never), accepts: ['undefined', 'object', 'cyclic', 'cyclic content', 'deep object'] },
     { name: 'session.fork(id)', call: (v) => session.fork(v as never), accepts: ['string'] },
-    { name: 'session.fork(id, options)', call: (v) => session.fork('forked', v as never), accepts: ['undefined', 'object', 'cyclic', 'deep'] },
+    { name: 'session.fork(id, options)', call: (v) => session.fork('forked', v as never), accepts: ['undefined', 'object', 'cyclic', 'cyclic content', 'deep object'] },
     { name: 'session.checkpoint(label)', call: (v) => session.checkpoint(v as never), accepts: ['undefined', 'string'] },
     { name: 'session.restore(id)', call: (v) => session.restore(v as never), accepts: ['string'] },
-    { name: 'session.subscribe(listener)', call: (v) => session.subscribe(v as never) },
+    { name: 'session.subscribe(listener)', call: (v) => session.subscribe(v as never), accepts: ['function'] },
     {
       name: 'ctx.set(key, value)',
       call: (v) =>
@@ -126,9 +121,9 @@ function coreCases(): Case[] {
   const journal = new MutationJournal();
   const prefix = new PrefixContext({ systemPrompt: 'p' });
   return [
-    { name: 'new WorkingContext(init)', call: (v) => new WorkingContext(v as never), accepts: ['undefined', 'object', 'cyclic', 'deep'] },
+    { name: 'new WorkingContext(init)', call: (v) => new WorkingContext(v as never), accepts: ['undefined', 'object', 'cyclic', 'cyclic content', 'deep object'] },
     { name: 'new WorkingContext({ messages })', call: (v) => new WorkingContext({ messages: v } as never), accepts: ['undefined', 'array'] },
-    { name: 'new WorkingContext({ scratchpad })', call: (v) => new WorkingContext({ scratchpad: v } as never), accepts: ['undefined', 'object', 'deep'] },
+    { name: 'new WorkingContext({ scratchpad })', call: (v) => new WorkingContext({ scratchpad: v } as never), accepts: ['undefined', 'object', 'deep object'] },
     { name: 'new WorkingContext({ limit })', call: (v) => new WorkingContext({ limit: v } as never), accepts: ['undefined', 'null', 'number'] },
     { name: 'context.append(message)', call: (v) => context.fork().append(v as never) },
     { name: 'context.extend(messages)', call: (v) => context.fork().extend(v as never), accepts: ['array', 'string', 'map'] },
@@ -136,16 +131,16 @@ function coreCases(): Case[] {
     { name: 'context.set(key)', call: (v) => context.fork().set(v as never, 1), accepts: ['string'] },
     { name: 'context.update(values)', call: (v) => context.fork().update(v as never), accepts: ['object'] },
     { name: 'context.merge(other)', call: (v) => context.fork().merge(v as never) },
-    { name: 'context.merge(other, options)', call: (v) => context.fork().merge(context.fork(), v as never), accepts: ['undefined', 'object', 'cyclic', 'deep'] },
+    { name: 'context.merge(other, options)', call: (v) => context.fork().merge(context.fork(), v as never), accepts: ['undefined', 'object', 'cyclic', 'cyclic content', 'deep object'] },
     { name: 'context.slice(scope)', call: (v) => context.slice(v as never) },
     { name: 'context.diff(other)', call: (v) => context.diff(v as never) },
     { name: 'WorkingContext.fromFrozen(frozen)', call: (v) => WorkingContext.fromFrozen(v as never) },
     { name: 'frozen.equals(other)', call: (v) => frozen.equals(v as never) },
     { name: 'fromFrozenData(data)', call: (v) => fromFrozenData(v) },
-    { name: 'new PrefixContext(init)', call: (v) => new PrefixContext(v as never), accepts: ['undefined', 'object', 'cyclic', 'deep'] },
+    { name: 'new PrefixContext(init)', call: (v) => new PrefixContext(v as never), accepts: ['undefined', 'object', 'cyclic', 'cyclic content', 'deep object'] },
     { name: 'prefix.equals(other)', call: (v) => prefix.equals(v as never) },
-    { name: 'new MutationJournal(initial)', call: (v) => new MutationJournal(v as never), accepts: ['undefined', 'array', 'string', 'map'] },
-    { name: 'journal.apply(entries)', call: (v) => journal.apply(v as never), accepts: ['array', 'string', 'map'] },
+    { name: 'new MutationJournal(initial)', call: (v) => new MutationJournal(v as never), accepts: ['undefined', 'array', 'deep array', 'string', 'map'] },
+    { name: 'journal.apply(entries)', call: (v) => journal.apply(v as never), accepts: ['array', 'deep array', 'string', 'map'] },
     { name: 'lastTurns(n)', call: (v) => lastTurns(v as never), accepts: ['number'] },
     { name: 'since(index)', call: (v) => since(v as never), accepts: ['number'] },
     { name: 'tagged(name)', call: (v) => tagged(v as never), accepts: ['string'] },
@@ -153,7 +148,7 @@ function coreCases(): Case[] {
     { name: 'anyOf(scope)', call: (v) => anyOf(v as never) },
     { name: 'not(scope)', call: (v) => not(v as never) },
     { name: 'applyScope(scope, messages)', call: (v) => applyScope(v as never, []) },
-    { name: 'applyScope(scope, messages) messages', call: (v) => applyScope(lastTurns(1), v as never), accepts: ['array'] },
+    { name: 'applyScope(scope, messages) messages', call: (v) => applyScope(lastTurns(1), v as never), accepts: ['array', 'deep array'] },
   ];
 }
 
@@ -169,12 +164,11 @@ describe('every public method refuses every wrong-type argument with a TabulaErr
     await session.append({ role: 'user', content: 'kept' });
     await session.memory().set('kept', 1);
     const before = await storedState(tabula, session);
-    const values = badValues();
     const problems: string[] = [];
     for (const testCase of sessionCases(tabula, session)) {
-      for (const [kind, value] of Object.entries(values) as [Kind, unknown][]) {
+      for (const { kind, make } of WRONG_VALUES) {
         if (testCase.accepts?.includes(kind)) continue;
-        const problem = problemWith(testCase.name, kind, await outcome(() => testCase.call(value)));
+        const problem = problemWith(testCase.name, kind, await outcome(() => testCase.call(make())));
         if (problem) problems.push(problem);
       }
     }
@@ -185,14 +179,13 @@ describe('every public method refuses every wrong-type argument with a TabulaErr
   });
 
   it('core classes and scopes: a TabulaError with a code', () => {
-    const values = badValues();
     const problems: string[] = [];
     for (const testCase of coreCases()) {
-      for (const [kind, value] of Object.entries(values) as [Kind, unknown][]) {
+      for (const { kind, make } of WRONG_VALUES) {
         if (testCase.accepts?.includes(kind)) continue;
         let error: unknown = 'resolved';
         try {
-          testCase.call(value);
+          testCase.call(make());
         } catch (caught) {
           error = caught;
         }

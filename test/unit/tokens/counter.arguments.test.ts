@@ -1,6 +1,7 @@
 /**
  * Every TokenCounter method (and createTokenCounter itself), called with
- * every kind of wrong argument (null, undefined, number, string, array, Map,
+ * every kind of wrong argument (the shared list of test/unit/wrong-values.ts:
+ * null, undefined, number, NaN, string, array, Map, Date, function, object,
  * cyclic, deeply nested), rejects with a TabulaError with a code, and
  * nothing changes: the counter still counts exactly and its cache holds
  * what it held. Seeded with fast-check; TABULA_SEED=n replays a seed.
@@ -11,38 +12,29 @@ import * as o200k from 'gpt-tokenizer/encoding/o200k_base';
 import { createTokenCounter, isTabulaError, messageTokenText, type Message, type TokenCounterOptions, type WorkerTokenCounter } from '../../../src/index.js';
 import { messageFixedTokens } from '../../../src/core/tokens.js';
 import { fcParams, TEST_SEED } from '../seed.js';
+import { wrongValuesExcept, type WrongKind } from '../wrong-values.js';
 
 const seed = TEST_SEED;
 
-function cyclic(): Record<string, unknown> {
-  const value: Record<string, unknown> = { role: 'user' };
-  value.content = value;
-  return value;
-}
-
-function deep(): unknown {
-  let value: unknown = 'x';
-  for (let i = 0; i < 20_000; i++) value = [value];
-  return value;
-}
-
 type Wrong = { name: string; make: () => unknown };
-const anything: Wrong[] = [
-  { name: 'null', make: () => null },
-  { name: 'undefined', make: () => undefined },
-  { name: 'number', make: () => 42 },
-  { name: 'string', make: () => 'text' },
-  { name: 'array of numbers', make: () => [1, 2] },
-  { name: 'Map', make: () => new Map([['role', 'user']]) },
-  { name: 'cyclic', make: cyclic },
-  { name: 'deep', make: deep },
+const except = (...kinds: WrongKind[]): Wrong[] => wrongValuesExcept(...kinds).map((wrong) => ({ name: wrong.kind, make: wrong.make }));
+/**
+ * Wrong as a message list: not an array of messages (an array holding a wrong message included). In a
+ * list, `cyclic` is a message: its role and content are valid, and the counter reads only the fields it
+ * counts, so the cycle under an extra field is never reached.
+ */
+const wrongLists: Wrong[] = [
+  ...except('array'),
+  ...except('cyclic').map((w) => ({ name: `[${w.name}]`, make: () => [w.make()] })),
+  { name: '[{ role, content: 5 }]', make: () => [{ role: 'user', content: 5 }] },
 ];
-const except = (...names: string[]) => anything.filter((w) => !names.includes(w.name));
-/** Wrong as a message list: not an array of messages (an array holding a wrong message included). */
-const wrongLists: Wrong[] = [...except('array of numbers'), ...anything.map((w) => ({ name: `[${w.name}]`, make: () => [w.make()] })), { name: '[{ role, content: 5 }]', make: () => [{ role: 'user', content: 5 }] }];
-/** Wrong as countText's options: not an object of { onProgress?: function, signal?: AbortSignal }. */
+/**
+ * Wrong as countText's options: not an object of { onProgress?: function, signal?: AbortSignal }.
+ * Plain objects without those keys (`object`, the cyclic ones, the deep one) are options that set
+ * nothing, so they are not wrong here.
+ */
 const wrongOptions: Wrong[] = [
-  ...except('undefined', 'cyclic'),
+  ...except('undefined', 'object', 'cyclic', 'cyclic content', 'deep object'),
   { name: '{ onProgress: 1 }', make: () => ({ onProgress: 1 }) },
   { name: '{ signal: {} }', make: () => ({ signal: {} }) },
 ];

@@ -7,11 +7,11 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createHlc, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
-import { applyOps } from '../../../src/store/apply/index.js';
-import { createDb, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
-import { fcParams, testSeed } from '../seed.js';
-import { freshTabula, uniqueName } from './helpers.js';
+import { createHlc, type Op, type OpBody, type OpKind } from '../../../../src/core/index.js';
+import { applyOps } from '../../../../src/store/apply/index.js';
+import { createDb, sessionTables, type TabulaDb } from '../../../../src/store/db/schema.js';
+import { fcParams, testSeed } from '../../seed.js';
+import { freshTabula, uniqueName } from '../helpers.js';
 
 type Action = { kind: 'append'; id: number } | { kind: 'remove'; id: number } | { kind: 'clear' };
 

@@ -6,8 +6,8 @@
  * touches no storage, so it succeeds even then.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { PrefixContext } from '../../../src/index.js';
-import { freshTabula } from './helpers.js';
+import { PrefixContext } from '../../../../src/index.js';
+import { freshTabula } from '../helpers.js';
 
 afterEach(() => {
   vi.restoreAllMocks();

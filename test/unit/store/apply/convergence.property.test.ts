@@ -15,17 +15,17 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createHlc, parseOp, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
-import { formatHlc, hlcOf, subOrder } from '../../../src/core/hlc.js';
-import { applyOps, StaleKnownRow, type ApplyOptions, type AppendOp } from '../../../src/store/apply/index.js';
-import type { SessionExport } from '../../../src/store/session/export-format.js';
-import { importInto } from '../../../src/store/session/index.js';
-import type { Emitter } from '../../../src/store/writer.js';
-import { createKnownRows } from '../../../src/store/known-rows.js';
-import { createDb, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
-import type { SessionRow } from '../../../src/store/db/rows.js';
-import { fcParams } from '../seed.js';
-import { expectStreamIndexExact, uniqueName, withoutLife } from './helpers.js';
+import { createHlc, parseOp, type Op, type OpBody, type OpKind } from '../../../../src/core/index.js';
+import { formatHlc, hlcOf, subOrder } from '../../../../src/core/hlc.js';
+import { applyOps, StaleKnownRow, type ApplyOptions, type AppendOp } from '../../../../src/store/apply/index.js';
+import type { SessionExport } from '../../../../src/store/session/export-format.js';
+import { importInto } from '../../../../src/store/session/index.js';
+import type { Emitter } from '../../../../src/store/writer.js';
+import { createKnownRows } from '../../../../src/store/known-rows.js';
+import { createDb, sessionTables, type TabulaDb } from '../../../../src/store/db/schema.js';
+import type { SessionRow } from '../../../../src/store/db/rows.js';
+import { fcParams } from '../../seed.js';
+import { expectStreamIndexExact, uniqueName, withoutLife } from '../helpers.js';
 
 type Action =
   | { kind: 'append'; streaming: boolean }

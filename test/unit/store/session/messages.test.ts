@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { WorkingContext, lastTurns, tagged, type SessionChange } from '../../../src/index.js';
-import { freshTabula, nextChange, uniqueName, waitFor } from './helpers.js';
+import { WorkingContext, lastTurns, tagged, type SessionChange } from '../../../../src/index.js';
+import { freshTabula, nextChange, uniqueName, waitFor } from '../helpers.js';
 
 describe('session messages', () => {
   it('appends durably and returns stored messages with id, order, status and time', async () => {

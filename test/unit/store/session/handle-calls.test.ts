@@ -6,8 +6,8 @@
  * its last merge; close() silences the handle's listeners.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { tagged, type Tabula } from '../../../src/index.js';
-import { freshTabula, uniqueName, waitFor } from './helpers.js';
+import { tagged, type Tabula } from '../../../../src/index.js';
+import { freshTabula, uniqueName, waitFor } from '../helpers.js';
 
 const opened: Tabula[] = [];
 afterEach(async () => {

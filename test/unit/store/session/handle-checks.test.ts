@@ -7,10 +7,10 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { PrefixContext, TabulaError, isTabulaError } from '../../../src/core/index.js';
-import type { Tabula } from '../../../src/index.js';
-import { createDb } from '../../../src/store/db/schema.js';
-import { failStorage, freshTabula } from './helpers.js';
+import { PrefixContext, TabulaError, isTabulaError } from '../../../../src/core/index.js';
+import type { Tabula } from '../../../../src/index.js';
+import { createDb } from '../../../../src/store/db/schema.js';
+import { failStorage, freshTabula } from '../helpers.js';
 
 const opened: Tabula[] = [];
 afterEach(async () => {

@@ -12,12 +12,12 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Op } from '../../../src/core/index.js';
-import { formatHlc } from '../../../src/core/hlc.js';
-import { applyOps } from '../../../src/store/apply/index.js';
-import { createDb, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
-import { fcParams, TEST_SEED } from '../seed.js';
-import { uniqueName } from './helpers.js';
+import type { Op } from '../../../../src/core/index.js';
+import { formatHlc } from '../../../../src/core/hlc.js';
+import { applyOps } from '../../../../src/store/apply/index.js';
+import { createDb, sessionTables, type TabulaDb } from '../../../../src/store/db/schema.js';
+import { fcParams, TEST_SEED } from '../../seed.js';
+import { uniqueName } from '../helpers.js';
 
 const BASE_MS = 1_700_000_000_000;
 const at = (ms: number): string => formatHlc({ wallMs: BASE_MS + ms, counter: 0, clientId: 'a' });

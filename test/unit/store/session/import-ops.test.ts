@@ -6,8 +6,8 @@
  * order of the file's array.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { PrefixContext, type SessionExport, type Tabula } from '../../../src/index.js';
-import { freshTabula } from './helpers.js';
+import { PrefixContext, type SessionExport, type Tabula } from '../../../../src/index.js';
+import { freshTabula } from '../helpers.js';
 
 const opened: Tabula[] = [];
 afterEach(async () => {

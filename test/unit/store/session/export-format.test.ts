@@ -2,11 +2,11 @@
  * parseSessionExport() (the public validator of the export format, export.ts)
  * on its own, without a database: what a valid file may hold (the limits
  * exactly at their edge), and that each refusal is schema/invalid naming the
- * field at fault and saying what is wrong with it. export.test.ts has the
+ * field at fault and saying what is wrong with it. import.test.ts has the
  * same refusals through importSession().
  */
 import { describe, expect, it } from 'vitest';
-import { isTabulaError, parseSessionExport, type SessionExport } from '../../../src/index.js';
+import { isTabulaError, parseSessionExport, type SessionExport } from '../../../../src/index.js';
 
 const ORDER_A = '000001700000000.000000.clientA';
 const ORDER_B = '000001700000001.000000.clientA';

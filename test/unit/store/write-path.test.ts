@@ -1,11 +1,11 @@
 /**
- * Store guards through the public API: a tab whose clock is behind still
- * appends after what it has seen; messages({ scope, last }) keeps exactly
- * `last`; restore() refuses another session's checkpoint; a context exactly
- * at its limit is within it.
+ * The one write path through the public API (src/store/writer.ts): a tab whose clock is behind still
+ * appends after what it has seen (another device's key an hour ahead, another tab's messages); a write
+ * that changes nothing announces nothing; writes to a deleted session or a closed Tabula, and an op of
+ * an unknown kind, are refused with errors that name them.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApproxTokenCounter, WorkingContext, isTabulaError, tagged, type Op } from '../../../src/core/index.js';
+import { ApproxTokenCounter, type Op } from '../../../src/core/index.js';
 import { formatHlc, parseHlc } from '../../../src/core/hlc.js';
 import type { Tabula } from '../../../src/index.js';
 import { applyOps } from '../../../src/store/apply/index.js';
@@ -55,59 +55,6 @@ describe('a tab whose clock is behind', () => {
       await b.append({ role: 'user', content: `b${i}` });
     }
     expect((await a.messages()).map((m) => m.content)).toEqual(['a0', 'b0', 'a1', 'b1', 'a2', 'b2', 'a3', 'b3', 'a4', 'b4']);
-  });
-});
-
-describe('messages({ scope, last })', () => {
-  it('keeps exactly the last n messages of the scope', async () => {
-    const session = await (await open()).session('s');
-    for (let i = 0; i < 10; i++) await session.append({ role: 'user', content: `m${i}`, name: i % 2 === 0 ? 'even' : 'odd' });
-    const content = (messages: readonly { content: unknown }[]) => messages.map((m) => m.content);
-    expect(content(await session.messages({ scope: tagged('even'), last: 3 }))).toEqual(['m4', 'm6', 'm8']);
-    expect(content(await session.messages({ scope: tagged('even'), last: 5 }))).toEqual(['m0', 'm2', 'm4', 'm6', 'm8']);
-    expect(content(await session.messages({ scope: tagged('even'), last: 50 }))).toEqual(['m0', 'm2', 'm4', 'm6', 'm8']);
-    expect(await session.messages({ scope: tagged('even'), last: 0 })).toEqual([]);
-    expect(content(await session.messages({ scope: tagged('odd') }))).toEqual(['m1', 'm3', 'm5', 'm7', 'm9']);
-    expect(content(await session.messages({ last: 2 }))).toEqual(['m8', 'm9']);
-    expect(content(await session.messages({ last: 10 }))).toHaveLength(10);
-    expect(await session.messages({ last: 0 })).toEqual([]);
-    expect(content(await session.toContext({ scope: tagged('odd'), last: 2 }).then((ctx) => ctx.messages))).toEqual(['m7', 'm9']);
-  });
-});
-
-describe('restore()', () => {
-  it('refuses a checkpoint of another session, and changes nothing', async () => {
-    const tabula = await open();
-    const mine = await tabula.session('mine');
-    const other = await tabula.session('other');
-    await other.append({ role: 'user', content: 'theirs' });
-    const foreign = await other.checkpoint('theirs');
-    await mine.append({ role: 'user', content: 'mine' });
-    const before = await mine.state();
-    try {
-      await mine.restore(foreign.id);
-      expect.unreachable();
-    } catch (error) {
-      expect(isTabulaError(error, 'checkpoint/not-found')).toBe(true);
-    }
-    expect((await mine.messages()).map((m) => m.content)).toEqual(['mine']);
-    expect((await mine.state()).version).toBe(before.version);
-    // The same checkpoint restores its own session.
-    await other.append({ role: 'user', content: 'later' });
-    await other.restore(foreign.id);
-    expect((await other.messages()).map((m) => m.content)).toEqual(['theirs']);
-  });
-});
-
-describe('a context at its limit', () => {
-  it('is within a limit equal to its count, and over a limit one less', async () => {
-    const counter = new ApproxTokenCounter();
-    const messages = [{ role: 'user' as const, content: 'x'.repeat(400) }];
-    const tokens = await counter.count(messages);
-    expect(tokens).toBeGreaterThan(1);
-    await expect(new WorkingContext({ messages, tokenCounter: counter, limit: tokens }).assertWithinLimit()).resolves.toBe(tokens);
-    await expect(new WorkingContext({ messages, tokenCounter: counter, limit: tokens - 1 }).assertWithinLimit()).rejects.toMatchObject({ code: 'context/over-limit' });
-    await expect(new WorkingContext({ messages: [], tokenCounter: counter, limit: 0 }).assertWithinLimit()).resolves.toBe(0);
   });
 });
 

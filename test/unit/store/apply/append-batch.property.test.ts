@@ -4,16 +4,16 @@
  * the same ops one at a time leaves, whatever the mix: fresh appends,
  * replays (same id, same or another order), duplicates inside one batch,
  * appends ordered before the session's creation, and ops delivered out
- * of order. Mixes with other kinds are apply-one-transaction.property's.
+ * of order. Mixes with other kinds are one-transaction.property.test.ts's.
  * Seeded (test/unit/seed.ts): the seed is printed; TABULA_SEED=<n> replays it (Node).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createHlc, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
-import { applyOps } from '../../../src/store/apply/index.js';
-import { createDb, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
-import { fcParams, TEST_SEED } from '../seed.js';
-import { uniqueName } from './helpers.js';
+import { createHlc, type Op, type OpBody, type OpKind } from '../../../../src/core/index.js';
+import { applyOps } from '../../../../src/store/apply/index.js';
+import { createDb, sessionTables, type TabulaDb } from '../../../../src/store/db/schema.js';
+import { fcParams, TEST_SEED } from '../../seed.js';
+import { uniqueName } from '../helpers.js';
 
 type Action =
   | { kind: 'append'; text: string }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { PrefixContext, isTabulaError } from '../../../src/index.js';
-import { freshTabula, uniqueName } from './helpers.js';
+import { PrefixContext, isTabulaError } from '../../../../src/index.js';
+import { freshTabula, uniqueName } from '../helpers.js';
 
 describe('session state, prefix and clearContext', () => {
   it('starts empty at version 0 and counts up on every save', async () => {

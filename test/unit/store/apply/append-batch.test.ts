@@ -7,12 +7,12 @@
  * the session's clock, and a known session row that another writer made stale.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Op } from '../../../src/core/index.js';
-import { applyOps, StaleKnownRow, type ApplyOptions } from '../../../src/store/apply/index.js';
-import { createKnownRows } from '../../../src/store/known-rows.js';
-import { createDb, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
-import { uniqueName } from './helpers.js';
-import { append, at, BASE_MS, closeReplicas, converge, create, op, openReplica, replica, SESSION, USER, view } from './replicas.js';
+import type { Op } from '../../../../src/core/index.js';
+import { applyOps, StaleKnownRow, type ApplyOptions } from '../../../../src/store/apply/index.js';
+import { createKnownRows } from '../../../../src/store/known-rows.js';
+import { createDb, sessionTables, type TabulaDb } from '../../../../src/store/db/schema.js';
+import { uniqueName } from '../helpers.js';
+import { append, at, BASE_MS, closeReplicas, converge, create, op, openReplica, replica, SESSION, USER, view } from '../replicas.js';
 
 afterEach(closeReplicas);
 

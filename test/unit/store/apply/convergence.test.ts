@@ -1,16 +1,16 @@
 /**
  * The convergence rules of DESIGN §3.5 on the cases that diverged before
- * (the property test in apply.property.test.ts covers the whole class):
+ * (the property test in idempotence.property.test.ts covers the whole class):
  * an update before its append, a commit before its journal entries, two
  * devices saving the same version. Ops are applied to a database the way
  * the sync client does, then read back through the public API.
  */
 import { describe, expect, it } from 'vitest';
-import { createHlc, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
-import { subOrder } from '../../../src/core/hlc.js';
-import { applyOps, type SaveConflict } from '../../../src/store/apply/index.js';
-import { createDb, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
-import { freshTabula, uniqueName } from './helpers.js';
+import { createHlc, type Op, type OpBody, type OpKind } from '../../../../src/core/index.js';
+import { subOrder } from '../../../../src/core/hlc.js';
+import { applyOps, type SaveConflict } from '../../../../src/store/apply/index.js';
+import { createDb, sessionTables, type TabulaDb } from '../../../../src/store/db/schema.js';
+import { freshTabula, uniqueName } from '../helpers.js';
 
 function writer(clientId: string) {
   const clock = createHlc({ clientId, wallClock: () => 1_700_000_000_000 });

@@ -14,14 +14,14 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createHlc, type HybridLogicalClock, type Op, type OpBody, type OpKind } from '../../../src/core/index.js';
-import { hlcOf } from '../../../src/core/hlc.js';
-import { applyOps, deleteBody, type DroppedWork, type SaveConflict } from '../../../src/store/apply/index.js';
-import { createDb, sessionRange, sessionTables, type TabulaDb } from '../../../src/store/db/schema.js';
-import { tombstoneKey } from '../../../src/store/db/keys.js';
-import { type SessionRow } from '../../../src/store/db/rows.js';
-import { fcParams } from '../seed.js';
-import { uniqueName } from './helpers.js';
+import { createHlc, type HybridLogicalClock, type Op, type OpBody, type OpKind } from '../../../../src/core/index.js';
+import { hlcOf } from '../../../../src/core/hlc.js';
+import { applyOps, deleteBody, type DroppedWork, type SaveConflict } from '../../../../src/store/apply/index.js';
+import { createDb, sessionRange, sessionTables, type TabulaDb } from '../../../../src/store/db/schema.js';
+import { tombstoneKey } from '../../../../src/store/db/keys.js';
+import { type SessionRow } from '../../../../src/store/db/rows.js';
+import { fcParams } from '../../seed.js';
+import { uniqueName } from '../helpers.js';
 
 const USER = 'u';
 const SESSION = 's';

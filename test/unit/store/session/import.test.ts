@@ -3,8 +3,8 @@
  * the field (issue 10 #4): nothing of a file is dropped or changed silently.
  */
 import { describe, expect, it } from 'vitest';
-import type { SessionExport } from '../../../src/index.js';
-import { freshTabula } from './helpers.js';
+import type { SessionExport } from '../../../../src/index.js';
+import { freshTabula } from '../helpers.js';
 
 async function sampleExport(): Promise<SessionExport> {
   const tabula = await freshTabula({ userId: 'alice' });

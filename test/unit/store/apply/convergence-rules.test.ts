@@ -7,15 +7,15 @@
  * would, and two tabs, one of which deletes and re-creates a session the other holds a handle to.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseOp, type Op } from '../../../src/core/index.js';
-import { SEEN_MAX } from '../../../src/core/ops.js';
-import { openTabula, type SessionExport, type Tabula } from '../../../src/index.js';
-import { applyOps, deleteBody, type DroppedWork, type SaveConflict } from '../../../src/store/apply/index.js';
-import { createDb, sessionTables, userOutbox } from '../../../src/store/db/schema.js';
-import { type SessionRow } from '../../../src/store/db/rows.js';
-import type { SyncAdapter } from '../../../src/store/replication/contract.js';
-import { freshTabula, uniqueName } from './helpers.js';
-import { append, at, closeReplicas, converge, create, memorySet, op, replica, snapshotOf, USER, SESSION, view } from './replicas.js';
+import { parseOp, type Op } from '../../../../src/core/index.js';
+import { SEEN_MAX } from '../../../../src/core/ops.js';
+import { openTabula, type SessionExport, type Tabula } from '../../../../src/index.js';
+import { applyOps, deleteBody, type DroppedWork, type SaveConflict } from '../../../../src/store/apply/index.js';
+import { createDb, sessionTables, userOutbox } from '../../../../src/store/db/schema.js';
+import { type SessionRow } from '../../../../src/store/db/rows.js';
+import type { SyncAdapter } from '../../../../src/store/replication/contract.js';
+import { freshTabula, uniqueName } from '../helpers.js';
+import { append, at, closeReplicas, converge, create, memorySet, op, replica, snapshotOf, USER, SESSION, view } from '../replicas.js';
 
 afterEach(closeReplicas);
 

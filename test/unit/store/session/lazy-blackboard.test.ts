@@ -4,8 +4,8 @@
  * board still works, persists and refuses use after close() once touched.
  */
 import { describe, expect, it } from 'vitest';
-import { TabulaError } from '../../../src/index.js';
-import { freshTabula } from './helpers.js';
+import { TabulaError } from '../../../../src/index.js';
+import { freshTabula } from '../helpers.js';
 
 /** Names of the IndexedDB databases that belong to Tabula `name` (its own and its blackboards'). */
 async function databasesOf(name: string): Promise<string[]> {

@@ -1,18 +1,18 @@
 /**
- * More guards of the one write path (the first ones are in apply.guards.test.ts): ops replayed, late,
+ * More guards of the one write path (the first ones are in out-of-order.test.ts): ops replayed, late,
  * or ordered before what a replica already holds, for each kind of op. Each scenario either applies
  * the same ops to two replicas, in order-key order and late (`converge`), and checks the value the
  * guard exists for, or checks what applyOps lists as applied: the ops that changed something, which
  * the sync client and the change feed act on, so a replay must not be listed.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Op } from '../../../src/core/index.js';
-import { subOrder } from '../../../src/core/hlc.js';
-import { applyOps, type SaveConflict } from '../../../src/store/apply/index.js';
-import { createDb, sessionTables } from '../../../src/store/db/schema.js';
-import { messageUpdatesKey } from '../../../src/store/db/keys.js';
-import { uniqueName } from './helpers.js';
-import { append, at, BASE_MS, closeReplicas, converge, create, memorySet, op, prefix, replica, save, SESSION, snapshotOf, update, USER, view } from './replicas.js';
+import type { Op } from '../../../../src/core/index.js';
+import { subOrder } from '../../../../src/core/hlc.js';
+import { applyOps, type SaveConflict } from '../../../../src/store/apply/index.js';
+import { createDb, sessionTables } from '../../../../src/store/db/schema.js';
+import { messageUpdatesKey } from '../../../../src/store/db/keys.js';
+import { uniqueName } from '../helpers.js';
+import { append, at, BASE_MS, closeReplicas, converge, create, memorySet, op, prefix, replica, save, SESSION, snapshotOf, update, USER, view } from '../replicas.js';
 
 afterEach(closeReplicas);
 
