@@ -12,6 +12,7 @@ import * as z from 'zod/mini';
 import { TabulaError, describeIssues } from '../core/errors.js';
 import { StateFieldsSchema, type OpKind, type StateFields } from '../core/ops.js';
 import { safeParse } from '../core/validation.js';
+import { storeNames } from './db/keys.js';
 
 /** Where a change came from. */
 export type ChangeOrigin = 'local' | 'tab' | 'remote';
@@ -101,7 +102,7 @@ export interface ChangeFeed {
 export function createChangeFeed(name: string, onError: (error: TabulaError) => void): ChangeFeed {
   const listeners = new Map<string, Set<Listener>>();
   const keyOf = (userId: string, sessionId: string) => JSON.stringify([userId, sessionId]);
-  const channelName = `tabula:${name}:changes`;
+  const channelName = storeNames.changes(name);
   const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(channelName) : null;
   let closed = false;
 
