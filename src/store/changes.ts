@@ -29,7 +29,7 @@ export interface SessionChange {
   readonly origin: ChangeOrigin;
   /**
    * Set when sync brought another device's save (or restore) that replaced a save made here without
-   * being built on it, whatever the two versions (DESIGN §3.5): both states, so the app can save a merge.
+   * being built on it, whatever the two versions (architecture.md, Convergence): both states, so the app can save a merge.
    * A save built on this device's save (made after that device had it) is no conflict.
    */
   readonly conflict?: SaveConflictInfo;
