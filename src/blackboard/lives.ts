@@ -4,6 +4,12 @@
  * the shape of that announcement, the database delete, and the origin the
  * sync client tags server changes with. The lazy registry (lazy.ts) uses
  * these to delete a session's board without loading Yjs.
+ *
+ * Every name the blackboard keeps things under is built here (the
+ * databases, the lives channel, each board's tab channel), and nowhere
+ * else: tabs of an older version talk to newer ones over these channels
+ * and open the same databases, so the names stay byte for byte what earlier
+ * versions used (test/unit/blackboard/names.test.ts pins them).
  */
 
 /** The transaction origin the sync client uses for changes from the server. */
@@ -44,6 +50,11 @@ export async function boardLivesOnDisk(name: string, userId: string, sessionId: 
 /** The BroadcastChannel on which a Tabula database's tabs announce the end of a board's life. */
 export function livesChannelName(name: string): string {
   return `tabula:${name}:blackboard-lives`;
+}
+
+/** The BroadcastChannel on which the tabs of a Tabula database keep one life of a session's board in step (y-protocols frames). */
+export function boardChannelName(name: string, userId: string, sessionId: string, life: string): string {
+  return `tabula:${name}:blackboard:${JSON.stringify([userId, sessionId, life])}`;
 }
 
 /** A delete announced to the other tabs; validated on receipt like every cross-tab message. */

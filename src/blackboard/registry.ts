@@ -15,7 +15,7 @@
 import * as Y from 'yjs';
 import { TabulaError } from '../core/errors.js';
 import { createBlackboard, type Blackboard } from './blackboard.js';
-import { blackboardDatabaseName, boardLivesOnDisk, deleteDocDatabase, isLifeEnded, livesChannelName, REMOTE_ORIGIN, type LifeEnded } from './lives.js';
+import { blackboardDatabaseName, boardChannelName, boardLivesOnDisk, deleteDocDatabase, isLifeEnded, livesChannelName, REMOTE_ORIGIN, type LifeEnded } from './lives.js';
 import { persistDoc, type DocPersistence } from './persistence.js';
 import { TabSyncProvider, broadcastTransport, type TabTransport } from './tab-provider.js';
 
@@ -170,7 +170,7 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
     // before y-indexeddb starts its IndexedDB transaction for it.
     const provider = new TabSyncProvider(doc, {
       peerId: options.peerId,
-      transport: transport(`tabula:${options.name}:blackboard:${JSON.stringify([userId, sessionId, life])}`),
+      transport: transport(boardChannelName(options.name, userId, sessionId, life)),
       onError: options.onError,
       resyncIntervalMs: options.resyncIntervalMs,
     });

@@ -11,12 +11,16 @@
  */
 import { checkIterable, checkOptions, checkRecord, describeValue } from './args.js';
 import { TabulaError } from './errors.js';
+import { freezeContext, type FrozenContext } from './frozen.js';
 import { MutationJournal } from './journal.js';
 import { assertJsonValue, assertSafeKey, cloneJson, deepFreeze, stableKey, structuralEqual, type JsonValue } from './json.js';
 import { parseMessage, type Message } from './message.js';
 import { PrefixContext } from './prefix.js';
 import { applyScope, requireScope, type ContextScope } from './scopes.js';
 import { ApproxTokenCounter, type TokenCounter } from './tokens.js';
+
+// The snapshot has a module of its own (frozen.ts); it is named here too, where context.freeze() returns it.
+export type { FrozenContext } from './frozen.js';
 
 /** What a {@link WorkingContext} starts from. */
 export interface WorkingContextInit {
@@ -44,22 +48,6 @@ export interface ContextDiff {
   readonly scratchpadChanges: Readonly<Record<string, JsonValue | null>>;
   /** True when the two prefixes differ (structurally). */
   readonly prefixChanged: boolean;
-}
-
-/** An immutable snapshot of a context, safe to share across agents, tabs and workers. */
-export interface FrozenContext {
-  /** The prompt head at the time of the snapshot. */
-  readonly prefix: PrefixContext;
-  /** The messages at the time of the snapshot, in order, frozen. */
-  readonly messages: readonly Message[];
-  /** Sorted by key, values deep-frozen. */
-  readonly scratchpad: readonly (readonly [string, JsonValue])[];
-  /** The journal's entries, frozen as a list; the entries themselves are shared. */
-  readonly journalEntries: readonly unknown[];
-  /** Structural equality. */
-  equals(other: FrozenContext): boolean;
-  /** A stable structural key, for memo caches; equal keys mean equal snapshots. */
-  key(): string;
 }
 
 function requireLimit(limit: number | null): number | null {
@@ -101,35 +89,6 @@ function multisetMinus(from: readonly Message[], subtract: readonly Message[]): 
     else out.push(message);
   }
   return out;
-}
-
-/** Builds a FrozenContext from its parts (validated messages, JSON values). Keys are sorted here. */
-export function freezeContext(
-  prefix: PrefixContext,
-  messages: readonly Message[],
-  scratchpad: readonly (readonly [string, JsonValue])[],
-  journalEntries: readonly unknown[],
-): FrozenContext {
-  // Keys are unique (a Map's, or checked by fromFrozenData), so sorting the keys orders the entries.
-  const values = new Map(scratchpad);
-  let key: string | undefined;
-  const snapshot: FrozenContext = {
-    prefix,
-    messages: Object.freeze([...messages]),
-    scratchpad: Object.freeze([...values.keys()].sort().map((k) => Object.freeze([k, deepFreeze(values.get(k) as JsonValue)] as const))),
-    journalEntries: Object.freeze([...journalEntries]),
-    key() {
-      key ??= stableKey([prefix.key(), snapshot.messages, snapshot.scratchpad, snapshot.journalEntries]);
-      return key;
-    },
-    equals(other) {
-      if (typeof (other as Partial<FrozenContext> | null)?.key !== 'function') {
-        throw new TabulaError('argument/invalid', `frozen.equals(other) compares with a FrozenContext (from context.freeze()), got ${describeValue(other)}.`);
-      }
-      return other === snapshot || other.key() === snapshot.key();
-    },
-  };
-  return Object.freeze(snapshot);
 }
 
 function requireContext(value: unknown, what: string): void {

@@ -3,7 +3,7 @@
  * structured clone copies data, not classes or methods, so a snapshot is
  * sent as data and rebuilt (and validated) on the other side.
  */
-import { freezeContext, type FrozenContext } from './context.js';
+import { freezeContext, type FrozenContext } from './frozen.js';
 import { TabulaError } from './errors.js';
 import { assertJsonValue, assertSafeKey, type JsonValue } from './json.js';
 import { parseMessages, type Message } from './message.js';

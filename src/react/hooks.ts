@@ -192,7 +192,7 @@ interface SyncHandleLike {
 }
 
 function syncOf(tabula: Tabula): SyncHandleLike | null {
-  // Read structurally: the sync client is optional (DESIGN.md §3.5) and a Tabula without it has no `sync` at all.
+  // Read structurally: the sync client is optional (architecture.md, Layers) and a Tabula without it has no `sync` at all.
   const sync = (tabula as { sync?: unknown }).sync;
   if (typeof sync !== 'object' || sync === null) return null;
   const candidate = sync as Partial<SyncHandleLike>;

@@ -6,7 +6,7 @@
  * nothing: the leader looks at every board when it starts leading.
  */
 import { TabulaError } from '../core/errors.js';
-import { syncNames } from './replication/keys.js';
+import { storeNames } from './db/keys.js';
 
 export interface BoardNotices {
   /** A change to this session's board made in this tab is stored. */
@@ -30,7 +30,7 @@ function isBoardNotice(raw: unknown): raw is BoardNotice {
 
 export function createBoardNotices(name: string, onError: (error: TabulaError) => void): BoardNotices {
   const listeners = new Set<(userId: string, sessionId: string) => void>();
-  const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(syncNames.boardChanges(name)) : null;
+  const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(storeNames.boardChanges(name)) : null;
   const deliver = (userId: string, sessionId: string) => {
     for (const listener of listeners) listener(userId, sessionId);
   };

@@ -12,6 +12,7 @@ import * as z from 'zod/mini';
 import { TabulaError, describeIssues } from '../core/errors.js';
 import { StateFieldsSchema, type OpKind, type StateFields } from '../core/ops.js';
 import { safeParse } from '../core/validation.js';
+import { storeNames } from './db/keys.js';
 
 /** Where a change came from. */
 export type ChangeOrigin = 'local' | 'tab' | 'remote';
@@ -28,7 +29,7 @@ export interface SessionChange {
   readonly origin: ChangeOrigin;
   /**
    * Set when sync brought another device's save (or restore) that replaced a save made here without
-   * being built on it, whatever the two versions (DESIGN §3.5): both states, so the app can save a merge.
+   * being built on it, whatever the two versions (architecture.md, Convergence): both states, so the app can save a merge.
    * A save built on this device's save (made after that device had it) is no conflict.
    */
   readonly conflict?: SaveConflictInfo;
@@ -101,7 +102,7 @@ export interface ChangeFeed {
 export function createChangeFeed(name: string, onError: (error: TabulaError) => void): ChangeFeed {
   const listeners = new Map<string, Set<Listener>>();
   const keyOf = (userId: string, sessionId: string) => JSON.stringify([userId, sessionId]);
-  const channelName = `tabula:${name}:changes`;
+  const channelName = storeNames.changes(name);
   const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(channelName) : null;
   let closed = false;
 

@@ -15,6 +15,7 @@
 import * as z from 'zod/mini';
 import { TabulaError, describeIssues } from '../core/errors.js';
 import { safeParse } from '../core/validation.js';
+import { storeNames } from './db/keys.js';
 import { newId } from './ids.js';
 import type { Locks } from './locks.js';
 
@@ -76,7 +77,7 @@ export function createRunCoordinator(name: string, locks: Locks, onError: (error
 
   const listen = (): BroadcastChannel | null => {
     if (!channel && !closed && typeof BroadcastChannel === 'function') {
-      channel = new BroadcastChannel(`tabula:${name}:runs`);
+      channel = new BroadcastChannel(storeNames.runs(name));
       channel.onmessage = onMessage;
     }
     return channel;
@@ -85,8 +86,8 @@ export function createRunCoordinator(name: string, locks: Locks, onError: (error
   return {
     locks,
     listen: () => void listen(),
-    runLockName: (userId, sessionId) => `tabula:${name}:run:${key(userId, sessionId)}`,
-    streamLockName: (userId, sessionId, messageId) => `tabula:${name}:stream:${key(userId, sessionId)}:${messageId}`,
+    runLockName: (userId, sessionId) => storeNames.runLock(name, userId, sessionId),
+    streamLockName: (userId, sessionId, messageId) => storeNames.streamLock(name, userId, sessionId, messageId),
 
     register(userId, sessionId, runId, abort) {
       const k = key(userId, sessionId);
@@ -104,7 +105,7 @@ export function createRunCoordinator(name: string, locks: Locks, onError: (error
         return true;
       }
       const held = await locks.held();
-      const outgoing = held.includes(`tabula:${name}:run:${key(userId, sessionId)}`) ? listen() : null;
+      const outgoing = held.includes(storeNames.runLock(name, userId, sessionId)) ? listen() : null;
       if (!outgoing) return false;
       const runId = await inFlight();
       const id = newId();

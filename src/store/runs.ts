@@ -1,6 +1,5 @@
 /**
- * Runs: one agent turn on a session, with the semantics of a transactional
- * step.
+ * Runs: one agent turn on a session, with the semantics of a transactional step.
  * - A Web Lock per session gates runs across tabs; other sessions run in
  *   parallel. `wait: false` refuses with `run/busy` instead of queueing.
  * - `ctx.set()` buffers changes to the session's `state.context`; they are

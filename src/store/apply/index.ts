@@ -3,7 +3,7 @@
  * Dexie transaction (appends also inside a native one: their requests go
  * through requests.ts). Local writes and ops that arrive from sync both come
  * through here. Applying an op twice changes nothing, and replicas that get
- * the same ops in different orders end equal (DESIGN §3.5):
+ * the same ops in different orders end equal (architecture.md, Convergence):
  * - rows created by an op are keyed by ids the op carries;
  * - last-write-wins fields (prefix, memory keys) keep the greatest order;
  * - state saves and restores carry the whole state and the version they

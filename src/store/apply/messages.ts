@@ -19,7 +19,7 @@ import { settleSummary } from './state.js';
 export const STATUS_RANK: Record<MessageStatus, number> = { streaming: 0, interrupted: 1, complete: 2 };
 
 /**
- * Whether an op leaves the browser that made it. A stream's chunks stay local (DESIGN §3.5): its final
+ * Whether an op leaves the browser that made it. A stream's chunks stay local (architecture.md, Convergence): its final
  * update carries the order and createdAt its append had, so another replica stores the finished message
  * from it alone, and never holds a streaming message it cannot tell is still alive (its recovery would
  * mark it interrupted, for every device, while the stream goes on).

@@ -1,9 +1,12 @@
 /**
- * The keys of the meta table that the store writes for itself, and the
- * helpers that build and read them: one place for every prefix, so no two
- * kinds of entry can share one and a reader never re-derives a key by hand.
- * The sync engine's keys (`sync:` …) are not here: replication/keys.ts names them
- * (`syncNames`).
+ * The names the store keeps things under: the keys of the meta table that
+ * it writes for itself, with the helpers that build and read them, and the
+ * BroadcastChannels and Web Locks its tabs share ({@link storeNames}). One
+ * place for every prefix and name, so no two kinds of entry can share one
+ * and a reader never re-derives a name by hand. The sync engine's names
+ * (`sync:` … keys, its leader lock and channel) are not here:
+ * replication/keys.ts names them (`syncNames`); the blackboard's are in
+ * blackboard/lives.ts.
  *
  * Every key names its session as JSON, `["user","session"]`, so ids holding
  * `:`, `"` or any other character cannot run into one another; a message id
@@ -77,3 +80,22 @@ export function messageUpdatesPrefix(userId: string, sessionId: string): string 
 export function messageUpdatesKey(userId: string, sessionId: string, id: string): string {
   return messageUpdatesPrefix(userId, sessionId) + id;
 }
+
+/**
+ * The BroadcastChannels and Web Locks the tabs of one database share, each named for the database
+ * `name`. They are a wire between tabs: a tab of an older version talks to a newer one over them, so
+ * every name stays byte for byte what earlier versions used (test/unit/store/db/names.test.ts pins them).
+ * A session is named as JSON, `["user","session"]`, as in the meta keys.
+ */
+export const storeNames = {
+  /** The channel of the change feed (changes.ts): which session changed, for the other tabs. */
+  changes: (name: string) => `tabula:${name}:changes`,
+  /** The channel that carries `interrupt()` to the tab holding a session's run, and its acknowledgement (coordinator.ts). */
+  runs: (name: string) => `tabula:${name}:runs`,
+  /** The Web Lock that one run of the session holds (coordinator.ts, runs.ts). */
+  runLock: (name: string, userId: string, sessionId: string) => `tabula:${name}:run:${sessionPart(userId, sessionId)}`,
+  /** The Web Lock a tab holds while it streams a message of the session (stream.ts). */
+  streamLock: (name: string, userId: string, sessionId: string, messageId: string) => `tabula:${name}:stream:${sessionPart(userId, sessionId)}:${messageId}`,
+  /** The channel on which every tab announces its stored board changes, for the sync leader (board-notices.ts). */
+  boardChanges: (name: string) => `tabula:${name}:board-changes`,
+} as const;

@@ -1,7 +1,8 @@
 /**
  * Every name sync keeps things under: the meta keys of one user's sync
- * state on a profile, and the Web Lock and BroadcastChannels the sync
- * engines of a profile share. One owner per name, so that a key written in
+ * state on a profile, and the Web Lock and BroadcastChannel the sync
+ * engines of a profile share (the store's own channels and locks are in
+ * db/keys.ts). One owner per name, so that a key written in
  * one module and read in another cannot drift apart. What the keys hold is
  * the business of the modules that read and write them (outbox.ts, pages.ts,
  * boards.ts, seed.ts, host.ts); the names alone live here.
@@ -38,8 +39,6 @@ export const syncNames = {
   leaderLock: (name: string, userId: string) => `tabula:${name}:sync-leader:${JSON.stringify([userId])}`,
   /** The BroadcastChannel of the user's sync engines on profile `name` (status, nudges). */
   channel: (name: string, userId: string) => `tabula:${name}:sync:${JSON.stringify([userId])}`,
-  /** The BroadcastChannel on which every tab of profile `name` announces its stored board changes (board-notices.ts). */
-  boardChanges: (name: string) => `tabula:${name}:board-changes`,
 } as const;
 
 /**

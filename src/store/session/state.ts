@@ -89,7 +89,7 @@ export async function saveState(scope: HandleScope, patch: unknown, options: unk
         return { conflict: toState(row) };
       }
       // The whole state travels with the save: a save that wins on another replica must not depend on
-      // which earlier saves that replica has seen (DESIGN §3.5, convergence).
+      // which earlier saves that replica has seen (architecture.md, Convergence).
       // `base` names the save this one is built on, so a replica where another save stands can tell it was replaced.
       await tx.emit('state.save', { version: row.version + 1, patch: { ...row.state, ...checked }, base: row.versionOrder ?? '' });
       return { saved: toState(tx.existing()) };
