@@ -12,13 +12,15 @@
  * `flushed()` still means durable. What the stand-in cannot give is the
  * Y.Doc itself: `doc` throws `blackboard/loading` until `whenLoaded`.
  * A session deleted before the code loaded has its board database deleted
- * and the delete announced to the other tabs without loading Yjs at all.
+ * and the delete announced to the other tabs without loading Yjs at all;
+ * what a delete says of the board (boardSeen, unseenKeys) is found without
+ * Yjs too when the board's database stores nothing.
  */
 import { isTabulaError, TabulaError } from '../core/errors.js';
 import { cloneJson, type JsonValue } from '../core/json.js';
 import type { Blackboard, BlackboardChange } from './blackboard.js';
 import { checkEntries, checkFunction, checkKey, checkValue } from './checks.js';
-import { blackboardDatabaseName, boardLivesOnDisk, deleteDocDatabase, livesChannelName, type LifeEnded } from './lives.js';
+import { blackboardDatabaseName, boardLivesOnDisk, deleteDocDatabase, EMPTY_BOARD_SEEN, livesChannelName, readBoardUpdates, type LifeEnded } from './lives.js';
 import type { BoardLease, BoardRegistry, BoardRegistryOptions } from './registry.js';
 
 /** The module with Yjs in it; a test passes its own to hold the load back. */
@@ -38,6 +40,8 @@ type Listener = (changes: BlackboardChange[]) => void;
 interface Waiting {
   readonly userId: string;
   readonly sessionId: string;
+  /** The life its leases were asked for (see `BoardRegistry.acquire`). */
+  readonly life: string | undefined;
   readonly values: Map<string, JsonValue>;
   readonly replays: Replay[];
   readonly leases: StandIn[];
@@ -60,7 +64,7 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
   let real: BoardRegistry | null = null;
   let loading: Promise<BoardRegistry> | null = null;
   const waiting = new Map<string, Waiting>();
-  const key = (userId: string, sessionId: string) => JSON.stringify([userId, sessionId]);
+  const key = (userId: string, sessionId: string, life: string | undefined) => JSON.stringify([userId, sessionId, life ?? null]);
 
   /**
    * Puts the writes made while loading into the real board, then hands it the listeners. Resolves once
@@ -70,9 +74,9 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
   const connect = (registry: BoardRegistry, w: Waiting): Promise<void> => {
     const open = w.leases
       .filter((lease) => !lease.released)
-      .map((lease) => ({ lease, real: (lease.real = registry.acquire(w.userId, w.sessionId)) }));
+      .map((lease) => ({ lease, real: (lease.real = registry.acquire(w.userId, w.sessionId, w.life)) }));
     // Every handle let go of the board before the code came: the writes were accepted, so they are stored.
-    const target = open[0]?.real ?? (w.replays.length > 0 ? registry.acquire(w.userId, w.sessionId) : null);
+    const target = open[0]?.real ?? (w.replays.length > 0 ? registry.acquire(w.userId, w.sessionId, w.life) : null);
     if (!target) return Promise.resolve();
     // The registry is fresh, so its board is open and takes every write the stand-in accepted; if the
     // session was deleted before the code came, the board closes once it learns so, and the writes go with it.
@@ -113,10 +117,10 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
       },
     ));
 
-  const standIn = (userId: string, sessionId: string): BoardLease => {
-    const k = key(userId, sessionId);
+  const standIn = (userId: string, sessionId: string, life: string | undefined): BoardLease => {
+    const k = key(userId, sessionId, life);
     let w = waiting.get(k);
-    if (!w) waiting.set(k, (w = { userId, sessionId, values: new Map(), replays: [], leases: [] }));
+    if (!w) waiting.set(k, (w = { userId, sessionId, life, values: new Map(), replays: [], leases: [] }));
     const shared = w;
     const lease: StandIn = { released: false, real: null, listeners: new Set() };
     shared.leases.push(lease);
@@ -285,7 +289,7 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
   };
 
   return {
-    acquire: (userId, sessionId) => (real ? real.acquire(userId, sessionId) : standIn(userId, sessionId)),
+    acquire: (userId, sessionId, life) => (real ? real.acquire(userId, sessionId, life) : standIn(userId, sessionId, life)),
     destroy,
     async prune(userId, sessionId, keep) {
       if (loading) return (await start()).prune(userId, sessionId, keep);
@@ -293,6 +297,15 @@ export function createLazyBoardRegistry(options: LazyBoardRegistryOptions): Boar
     },
     // Before the code loaded, no board is open in this tab (stand-ins hold no life).
     openLife: (userId, sessionId) => real?.openLife(userId, sessionId),
+    // A board never opened in this tab and with nothing stored has nothing to say: no Yjs for that.
+    async boardSeen(userId, sessionId, life) {
+      if (!loading && (await readBoardUpdates(blackboardDatabaseName(registryOptions.name, userId, sessionId, life))).length === 0) return EMPTY_BOARD_SEEN;
+      return (await start()).boardSeen(userId, sessionId, life);
+    },
+    async unseenKeys(userId, sessionId, life, seen) {
+      if (!loading && (await readBoardUpdates(blackboardDatabaseName(registryOptions.name, userId, sessionId, life))).length === 0) return [];
+      return (await start()).unseenKeys(userId, sessionId, life, seen);
+    },
     // A load that failed left nothing open.
     close: async () => loading?.then((registry) => registry.close(), () => undefined),
   };

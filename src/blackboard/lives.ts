@@ -1,9 +1,10 @@
 /**
  * What the blackboard shares with code that must not load Yjs: the names
  * of a board's database and of the channel that announces ended lives,
- * the shape of that announcement, the database delete, and the origin the
- * sync client tags server changes with. The lazy registry (lazy.ts) uses
- * these to delete a session's board without loading Yjs.
+ * the shape of that announcement, the database delete, a read of a board's
+ * stored updates, and the origin the sync client tags server changes with.
+ * The lazy registry (lazy.ts) uses these to delete a session's board, and
+ * to find that a board holds nothing, without loading Yjs.
  *
  * Every name the blackboard keeps things under is built here (the
  * databases, the lives channel, each board's tab channel), and nowhere
@@ -81,3 +82,49 @@ export function deleteDocDatabase(name: string): Promise<void> {
     request.onblocked = () => undefined;
   });
 }
+
+/**
+ * The updates stored in a board database (y-indexeddb's `updates` store), read without y-indexeddb or
+ * Yjs; none when the database does not exist, which this read does not create (its creation is aborted).
+ * The connection closes as soon as the read is done, or when another connection deletes the database.
+ */
+export function readBoardUpdates(database: string): Promise<Uint8Array[]> {
+  if (typeof indexedDB === 'undefined') return Promise.resolve([]);
+  return new Promise((resolve, reject) => {
+    const request = indexedDB.open(database);
+    let absent = false;
+    request.onupgradeneeded = () => {
+      // A database that did not exist: nothing stored. Aborting the upgrade leaves no database behind
+      // (a stray empty one would count as a board to scan, and to delete, for ever).
+      absent = true;
+      request.transaction?.abort();
+    };
+    request.onerror = (event) => {
+      event.preventDefault();
+      if (absent) resolve([]);
+      else reject(request.error ?? new Error(`Could not open ${database}`));
+    };
+    request.onsuccess = () => {
+      const db = request.result;
+      db.onversionchange = () => db.close();
+      if (!db.objectStoreNames.contains('updates')) {
+        db.close();
+        resolve([]);
+        return;
+      }
+      const tx = db.transaction('updates', 'readonly');
+      const rows = tx.objectStore('updates').getAll();
+      tx.oncomplete = () => {
+        db.close();
+        resolve(rows.result as Uint8Array[]);
+      };
+      tx.onabort = () => {
+        db.close();
+        reject(tx.error ?? new Error(`Could not read ${database}`));
+      };
+    };
+  });
+}
+
+/** The base64 of the state vector of an empty Yjs doc (`Y.encodeStateVector(new Y.Doc())`): a board with nothing in it. */
+export const EMPTY_BOARD_SEEN = 'AA==';

@@ -11,12 +11,17 @@
  * whatever order the tabs learn of the delete in. A delete is announced to
  * every tab (and seen as `versionchange` on the deleted database); there the
  * old life's board closes and refuses writes with `session/not-found`.
+ * A lease asked for a given life (a session handle's) is of that life only:
+ * acquired after the life ended, even with the session created again, its
+ * board is born closed and refuses writes with `session/not-found`, rather
+ * than opening the new life's board.
  */
 import * as Y from 'yjs';
 import { TabulaError } from '../core/errors.js';
 import { createBlackboard, type Blackboard } from './blackboard.js';
-import { blackboardDatabaseName, boardChannelName, boardLivesOnDisk, deleteDocDatabase, isLifeEnded, livesChannelName, REMOTE_ORIGIN, type LifeEnded } from './lives.js';
+import { blackboardDatabaseName, boardChannelName, boardLivesOnDisk, deleteDocDatabase, isLifeEnded, livesChannelName, readBoardUpdates, REMOTE_ORIGIN, type LifeEnded } from './lives.js';
 import { persistDoc, type DocPersistence } from './persistence.js';
+import { boardSeenOf, docOfUpdates, unseenBoardKeys } from './seen.js';
 import { TabSyncProvider, broadcastTransport, type TabTransport } from './tab-provider.js';
 
 export { REMOTE_ORIGIN, blackboardDatabaseName } from './lives.js';
@@ -28,7 +33,12 @@ export interface BoardLease {
 }
 
 export interface BoardRegistry {
-  acquire(userId: string, sessionId: string): BoardLease;
+  /**
+   * A lease on the session's board. With `life`, the board of that life only: once it has ended (known
+   * here, or found when the board opens), the board refuses writes with `session/not-found`. Without,
+   * the board of the session's current life.
+   */
+  acquire(userId: string, sessionId: string, life?: string): BoardLease;
   /**
    * Ends life `life` of the session: closes its doc here, tells every other
    * tab to close theirs, and deletes its database. Without a life (the
@@ -47,6 +57,18 @@ export interface BoardRegistry {
    * whose life has ended stays open until that end reaches this tab, and `acquire` hands it out meanwhile.
    */
   openLife(userId: string, sessionId: string): string | undefined;
+  /**
+   * What this replica has of life `life` of the session's board: the base64 Yjs state vector of its
+   * content (open in this tab, or stored), at most `BOARD_SEEN_MAX` characters (see seen.ts); that of an
+   * empty doc when nothing is stored. For a session.delete's `board`.
+   */
+  boardSeen(userId: string, sessionId: string, life: string): Promise<string>;
+  /**
+   * The keys of life `life` of the session's board here whose value was written by an item beyond `seen`
+   * (a {@link boardSeen} of another replica), sorted; none when nothing is stored. Read before the life's
+   * board is deleted: what a delete drops of a board that its deleter never saw.
+   */
+  unseenKeys(userId: string, sessionId: string, life: string, seen: string): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -77,8 +99,12 @@ export interface BoardRegistryOptions {
 }
 
 interface Entry {
+  /** Its key in the registry's entries: the session and the life it was asked for. */
+  readonly key: string;
   readonly userId: string;
   readonly sessionId: string;
+  /** The life its leases were asked for; undefined: the session's current life. */
+  readonly expected: string | undefined;
   refs: number;
   /** Why the board refuses writes: released here, or its life ended. */
   closedBy: 'close' | 'delete' | null;
@@ -119,6 +145,7 @@ function notifyLocalUpdates(entry: Entry, persistence: DocPersistence, notify: (
 }
 
 export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistry {
+  /** By session and the life asked for (a handle's): one doc per life, shared by that life's leases. */
   const entries = new Map<string, Entry>();
   /**
    * The lives of each session known to have ended, so a board of one acquired late is born closed. A set,
@@ -127,6 +154,8 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
    */
   const ended = new Map<string, Set<string>>();
   const key = (userId: string, sessionId: string) => JSON.stringify([userId, sessionId]);
+  const entryKey = (userId: string, sessionId: string, life: string | undefined) => JSON.stringify([userId, sessionId, life ?? null]);
+  const entriesOf = (userId: string, sessionId: string) => [...entries.values()].filter((entry) => entry.userId === userId && entry.sessionId === sessionId);
   const transport = options.transport ?? broadcastTransport;
   const lifeOf = options.lifeOf ?? (() => Promise.resolve(''));
   const lives = typeof BroadcastChannel === 'function' ? new BroadcastChannel(livesChannelName(options.name)) : null;
@@ -135,12 +164,12 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
     return ended.get(k)?.has(life) ?? false;
   };
 
-  const shut = async (k: string, entry: Entry, why: 'close' | 'delete') => {
+  const shut = async (entry: Entry, why: 'close' | 'delete') => {
     if (entry.closedBy) return;
     entry.closedBy = why;
     // An entry leaves the map only here, on its first shut, and acquire() adds one only where the map has
-    // none: so the map still holds this one.
-    entries.delete(k);
+    // none: so the map still holds this one (unless it was born closed, and never in it).
+    if (entries.get(entry.key) === entry) entries.delete(entry.key);
     await entry.started;
     entry.provider?.close();
     await entry.persistence?.close();
@@ -152,17 +181,21 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
   /** Learns the life, then (unless it has ended) connects the doc to that life's channel and database. */
   const start = async (k: string, entry: Entry, markStarted: () => void): Promise<void> => {
     const { userId, sessionId, doc } = entry;
+    let current: string | undefined;
     try {
-      entry.life = await lifeOf(userId, sessionId);
+      current = await lifeOf(userId, sessionId);
     } catch (error) {
       options.onError(new TabulaError('storage/failed', `Could not read which life of session "${sessionId}" the blackboard belongs to.`, { cause: error }));
-      entry.life = undefined;
+      current = undefined;
     }
+    // Lives only grow: a life asked for that is not the current one has ended (the session was deleted,
+    // perhaps created again), and its leases must not open the new life's board.
+    entry.life = current !== undefined && entry.expected !== undefined && current !== entry.expected ? undefined : current;
     // Gone before it could open (deleted meanwhile here or in another tab): nothing to load or sync.
     // A board merely released meanwhile still opens, so what was written to it is stored.
     if (entry.closedBy === 'delete' || isEnded(k, entry.life)) {
       markStarted();
-      await shut(k, entry, 'delete');
+      await shut(entry, 'delete');
       return;
     }
     const life = entry.life as string;
@@ -179,7 +212,7 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
       onError: options.onError,
       // Another tab deleted this life's database: the life has ended.
       onDeleted: () => {
-        shut(k, entry, 'delete').catch((error: unknown) => options.onError(new TabulaError('storage/failed', `Could not close the deleted blackboard of session "${sessionId}".`, { cause: error })));
+        shut(entry, 'delete').catch((error: unknown) => options.onError(new TabulaError('storage/failed', `Could not close the deleted blackboard of session "${sessionId}".`, { cause: error })));
       },
     });
     entry.provider = provider;
@@ -191,12 +224,14 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
     await persistence.whenLoaded;
   };
 
-  const open = (k: string, userId: string, sessionId: string): Entry => {
+  const open = (k: string, userId: string, sessionId: string, expected: string | undefined): Entry => {
     let markStarted!: () => void;
     const started = new Promise<void>((resolve) => (markStarted = resolve));
     const entry: Entry = {
+      key: entryKey(userId, sessionId, expected),
       userId,
       sessionId,
+      expected,
       refs: 0,
       closedBy: null,
       doc: new Y.Doc(),
@@ -217,11 +252,21 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
     if (endedLives) endedLives.add(life);
     else ended.set(k, new Set([life]));
     if (announce) lives?.postMessage({ v: 1, userId, sessionId, life } satisfies LifeEnded);
-    const entry = entries.get(k);
-    if (entry) {
+    for (const entry of entriesOf(userId, sessionId)) {
       await entry.started;
-      if (isEnded(k, entry.life)) await shut(k, entry, 'delete');
+      if (isEnded(k, entry.life)) await shut(entry, 'delete');
     }
+  };
+
+  /** Life `life` of the session's board as this replica has it: the doc open in this tab, or one read from its database (null when nothing is stored). */
+  const contentOf = async (userId: string, sessionId: string, life: string): Promise<Y.Doc | null> => {
+    const open = entriesOf(userId, sessionId).find((entry) => entry.life === life && !entry.closedBy);
+    if (open) {
+      await open.whenLoaded;
+      if (!open.closedBy) return open.doc;
+    }
+    const updates = await readBoardUpdates(blackboardDatabaseName(options.name, userId, sessionId, life));
+    return updates.length === 0 ? null : docOfUpdates(updates);
   };
 
   const destroy = async (userId: string, sessionId: string, life: string | undefined) => {
@@ -244,10 +289,17 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
   }
 
   return {
-    acquire(userId, sessionId) {
+    acquire(userId, sessionId, life) {
       const k = key(userId, sessionId);
-      let entry = entries.get(k);
-      if (!entry) entries.set(k, (entry = open(k, userId, sessionId)));
+      const ek = entryKey(userId, sessionId, life);
+      let entry = entries.get(ek);
+      if (!entry) {
+        entry = open(k, userId, sessionId, life);
+        // Asked for a life this tab knows has ended: born closed, so its board refuses writes at once.
+        if (life !== undefined && isEnded(k, life)) {
+          shut(entry, 'delete').catch((error: unknown) => options.onError(new TabulaError('storage/failed', `Could not close the deleted blackboard of session "${sessionId}".`, { cause: error })));
+        } else entries.set(ek, entry);
+      }
       entry.refs += 1;
       const held = entry;
       let released = false;
@@ -288,7 +340,7 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
           released = true;
           lease.abort();
           held.refs -= 1;
-          if (held.refs === 0) await shut(k, held, 'close');
+          if (held.refs === 0) await shut(held, 'close');
         },
       };
     },
@@ -297,13 +349,21 @@ export function createBoardRegistry(options: BoardRegistryOptions): BoardRegistr
       const lives = new Set<string | undefined>(await boardLivesOnDisk(options.name, userId, sessionId));
       // A board this tab opened may not have reached the disk yet (undefined when none is open, or its life
       // is not known yet: destroy() of no life does nothing).
-      lives.add(entries.get(key(userId, sessionId))?.life);
+      for (const entry of entriesOf(userId, sessionId)) lives.add(entry.life);
       for (const life of lives) if (life !== keep) await destroy(userId, sessionId, life);
     },
-    openLife: (userId, sessionId) => entries.get(key(userId, sessionId))?.life,
+    openLife: (userId, sessionId) => entriesOf(userId, sessionId).find((entry) => entry.life !== undefined)?.life,
+    async boardSeen(userId, sessionId, life) {
+      const doc = await contentOf(userId, sessionId, life);
+      return boardSeenOf(doc ?? new Y.Doc());
+    },
+    async unseenKeys(userId, sessionId, life, seen) {
+      const doc = await contentOf(userId, sessionId, life);
+      return doc ? unseenBoardKeys(doc, seen) : [];
+    },
     async close() {
       lives?.close();
-      await Promise.all([...entries].map(([k, entry]) => shut(k, entry, 'close')));
+      await Promise.all([...entries.values()].map((entry) => shut(entry, 'close')));
     },
   };
 }

@@ -28,6 +28,11 @@ const HlcKeySchema = z.string().check(
 const BaseSchema = z.union([z.literal(''), OrderKeySchema]);
 /** At most this many clocks are named in a session.delete's `seen`: a delete stays small however many tabs wrote to the session. */
 export const SEEN_MAX = 256;
+/**
+ * At most this many characters of base64 in a session.delete's `board` (about 3 KB of state vector, a few
+ * hundred Yjs clients): a board written by more clients is said in part (see `board` below).
+ */
+export const BOARD_SEEN_MAX = 4096;
 
 /**
  * The session context of a state patch: a JSON object. Not `z.record`: zod builds a record's output
@@ -122,7 +127,14 @@ const bodies = {
   // greatest order key of that clock applied there (the SEEN_MAX most recent clocks; an op of a clock not
   // named counts as unseen). A replica applying the delete names the work it drops that the deleter never
   // saw (see `DroppedWork` in store/apply/lives.ts). Older deletes have none.
-  'session.delete': z.strictObject({ seen: z.optional(z.array(HlcKeySchema).check(z.maxLength(SEEN_MAX))) }),
+  // `board` does the same for the life's blackboard, whose changes are not ops: base64 of the Yjs state
+  // vector of the deleting replica's board of that life (of an empty doc when it had none), at most
+  // BOARD_SEEN_MAX characters (a larger one keeps the clients that wrote most; a client left out counts as
+  // unseen). Deletes made before it existed have none, and their boards are not compared.
+  'session.delete': z.strictObject({
+    seen: z.optional(z.array(HlcKeySchema).check(z.maxLength(SEEN_MAX))),
+    board: z.optional(z.string().check(z.maxLength(BOARD_SEEN_MAX), z.regex(/^[A-Za-z0-9+/]*={0,2}$/, 'expected base64'))),
+  }),
   'session.clear': z.strictObject({}),
   // `order`: where the message sorts, when not at the op's own order key. An import or fork keeps the
   // order keys of the session it copies, so two copies of one history agree on every replica.

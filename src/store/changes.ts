@@ -54,9 +54,10 @@ export interface SaveConflictInfo {
 
 /**
  * What a delete dropped that its deleting device never saw. A row is named when the op that last wrote
- * it had not reached the deleting device. Messages an import or fork copied are judged by the order
- * keys of what they copy; its notes are never named (their source still has them). Not named: the
- * prefix, journal entries, checkpoints and the blackboard.
+ * it had not reached the deleting device; a blackboard key when its value here was written by a board
+ * change that had not. Messages an import or fork copied are judged by the order keys of what they copy;
+ * its notes are never named (their source still has them). Not named: the prefix, journal entries and
+ * checkpoints.
  */
 export interface DroppedWorkInfo {
   /** Ids of the messages (appended, or last updated, by such work), in session order. */
@@ -67,6 +68,13 @@ export interface DroppedWorkInfo {
   readonly notes: readonly string[];
   /** True when the session's state was last saved or restored by such work. */
   readonly state: boolean;
+  /**
+   * Keys of the blackboard whose value was written by such work (a key it deleted is not named), sorted;
+   * absent when none. Only deletes that say what their device had of the board (made by this version or
+   * later) name any. A board written by more Yjs clients than a delete can list names some keys its
+   * deleter had seen (docs/guide/limits.md).
+   */
+  readonly blackboard?: readonly string[];
 }
 
 const DroppedWorkSchema = z.strictObject({
@@ -74,6 +82,7 @@ const DroppedWorkSchema = z.strictObject({
   memory: z.array(z.strictObject({ scope: z.string(), key: z.string() })),
   notes: z.array(z.string()),
   state: z.boolean(),
+  blackboard: z.optional(z.array(z.string())),
 });
 
 const WireChangeSchema = z.strictObject({

@@ -10,6 +10,7 @@ import { checkName } from '../core/names.js';
 import { checkOptions, describeValue } from '../core/args.js';
 import { ApproxTokenCounter, type TokenCounter } from '../core/tokens.js';
 import { createLazyBoardRegistry } from '../blackboard/lazy.js';
+import { EMPTY_BOARD_SEEN } from '../blackboard/lives.js';
 import { lazyWorkerCounter } from './default-counter.js';
 import { createChangeFeed, type SessionChange } from './changes.js';
 import { createRunCoordinator } from './coordinator.js';
@@ -285,6 +286,29 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     return handle;
   }
 
+  /**
+   * What this replica has of the board of the session's current life, for its delete to say (deleteBody's
+   * `board`); undefined for a session not here, or of a life that names no `seen`. Read before the delete's
+   * transaction: the board is in a database of its own.
+   */
+  const boardBeforeDelete = async (userId: string, sessionId: string): Promise<{ life: string; seen: string } | undefined> => {
+    let row;
+    try {
+      row = await db.sessions.get([userId, sessionId]);
+    } catch (error) {
+      throw mapStorageError(error, `delete session "${sessionId}"`);
+    }
+    if (!row?.seen) return undefined;
+    const life = lifeOf(row);
+    try {
+      return { life, seen: await store.boards.boardSeen(userId, sessionId, life) };
+    } catch (error) {
+      store.onError(mapStorageError(error, `read the blackboard of session "${sessionId}" for its delete`));
+      // Said as empty: a device with board edits of this life then names them all (some perhaps seen), never none.
+      return { life, seen: EMPTY_BOARD_SEEN };
+    }
+  };
+
   /** The close under way or done; null again after a close that failed, so that a later one tries again. */
   let closing: Promise<void> | null = null;
 
@@ -299,10 +323,12 @@ export async function openTabula(options: OpenTabulaOptions = {}): Promise<Tabul
     async deleteSession(sessionId, options) {
       checkId(sessionId, 'deleteSession(sessionId)');
       const userId = checkId(checkOptions(options, 'deleteSession(sessionId, options)').userId ?? defaultUserId, 'deleteSession({ userId })');
+      assertOpen(store);
+      const board = await boardBeforeDelete(userId, sessionId);
       const life = await commit(store, userId, sessionId, `delete session "${sessionId}"`, async (tx) => {
         const row = tx.row();
         // The delete says what this replica has of the life, so a device with work it never saw can be told.
-        if (row) await tx.emit('session.delete', deleteBody(row));
+        if (row) await tx.emit('session.delete', deleteBody(row, board && board.life === lifeOf(row) ? board.seen : undefined));
         return row && lifeOf(row);
       });
       try {

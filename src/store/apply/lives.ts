@@ -10,7 +10,7 @@
 import { formatHlc, hlcOf, parseHlc } from '../../core/hlc.js';
 import { emptyStateFields, SEEN_MAX, type Op, type OpBody } from '../../core/ops.js';
 import { sessionRange, type TabulaDb } from '../db/schema.js';
-import { type SessionRow } from '../db/rows.js';
+import { lifeOf, type SessionRow } from '../db/rows.js';
 import * as legacy from './legacy.js';
 import { isSynced } from './messages.js';
 import { endLife, tombstoneOf, type OpOf, type SessionSlot } from './slot.js';
@@ -26,7 +26,10 @@ function wallMs(op: Op): number {
  * clock (or its clock is not named at all). Named: the messages (ids, in order; appended or last updated
  * by such an op), the memory keys (set by such an op; a key it deleted is not named), the notes (ids, in
  * order) and whether the state was last saved or restored by such an op. Not named: the prefix, journal
- * entries, checkpoints and the blackboard (a board's changes are not ops: see the report of issue 26).
+ * entries and checkpoints. The blackboard's changes are not ops, and its doc is in a database of its own,
+ * outside the transaction that applies the delete: a delete that says what its deleter had of the board
+ * (`board`) leaves `board` here, for the board of the ended life to be compared once the transaction has
+ * committed and before that board is deleted (replication/pages.ts, `BoardRegistry.unseenKeys`).
  * Messages an import or fork copied keep the order keys of what they copy and are judged by those;
  * rows it placed by their place in the copy (its notes and journal entries, messages ordered before the
  * life began) are never named (their source still holds them).
@@ -38,6 +41,8 @@ export interface DroppedWork {
   readonly memory: readonly { readonly scope: string; readonly key: string }[];
   readonly notes: readonly string[];
   readonly state: boolean;
+  /** The board to compare: this replica's name of the life that ended (`lifeOf` its row) and the deleter's `board`. */
+  readonly board?: { readonly life: string; readonly seen: string };
 }
 
 /** The clock of the order keys an import gives what it copies into a first life (not a real clock: ids from newClientId are hex). */
@@ -65,19 +70,21 @@ function clockOf(order: string): string {
 }
 
 /**
- * The work of `row`'s life that a delete whose deleter had `seen` drops and never saw (see
+ * The work of `row`'s life that a delete whose deleter had `seen` (and `board`) drops and never saw (see
  * {@link DroppedWork}); undefined when there is none. Reads the session's rows only when this replica
- * has applied an op the deleter had not: a delete of a session every replica had caught up on reads nothing.
+ * has applied an op the deleter had not: a delete of a session every replica had caught up on reads nothing
+ * (its board is still to compare, when the delete says what it had of it).
  */
-async function unseenWork(db: TabulaDb, row: SessionRow, seen: readonly string[]): Promise<DroppedWork | undefined> {
+async function unseenWork(db: TabulaDb, row: SessionRow, seen: readonly string[], board: string | undefined): Promise<DroppedWork | undefined> {
   const latest = new Map(seen.map((key) => [clockOf(key), key]));
   const unseen = (order: string) => {
     const key = hlcOf(order);
     const known = latest.get(clockOf(key));
     return known === undefined || key > known;
   };
-  if (row.seen?.every((key) => !unseen(key))) return undefined;
   const { userId, sessionId } = row;
+  const toCompare = board === undefined ? {} : { board: { life: lifeOf(row), seen: board } };
+  if (row.seen?.every((key) => !unseen(key))) return board === undefined ? undefined : { userId, sessionId, messages: [], memory: [], notes: [], state: false, ...toCompare };
   const range = sessionRange(userId, sessionId);
   const [messages, memory, notes] = await Promise.all([
     db.messages.where('[userId+sessionId+order]').between(...range).toArray(),
@@ -94,8 +101,9 @@ async function unseenWork(db: TabulaDb, row: SessionRow, seen: readonly string[]
     memory: memory.filter((m) => !m.deleted && unseen(m.order)).map(({ scope, key }) => ({ scope, key })),
     notes: notes.filter((n) => written(n.order)).map((n) => n.id),
     state: row.version > 0 && row.versionOrder !== undefined && row.versionOrder !== '' && unseen(row.versionOrder),
+    ...toCompare,
   };
-  return work.messages.length > 0 || work.memory.length > 0 || work.notes.length > 0 || work.state ? work : undefined;
+  return work.messages.length > 0 || work.memory.length > 0 || work.notes.length > 0 || work.state || work.board ? work : undefined;
 }
 
 /**
@@ -113,7 +121,7 @@ export async function enterLife(db: TabulaDb, slot: SessionSlot, op: Op, after: 
     // Whichever life it was written in: every life that began before it has ended, on every replica.
     if (op.order <= tombstone) return 'dead';
     if (slot.dropped && slot.row && op.body.seen) {
-      const dropped = await unseenWork(db, slot.row, op.body.seen);
+      const dropped = await unseenWork(db, slot.row, op.body.seen, op.body.board);
       if (dropped) slot.dropped.push(dropped);
     }
     await endLife(db, slot, op.order);
@@ -170,15 +178,17 @@ export function touch(slot: SessionSlot, row: SessionRow, op: Op): void {
 
 /**
  * The body of a session.delete made on `row`: what this replica has of the life it ends (`seen`, the
- * SEEN_MAX most recent clocks), so that a replica holding work of that life this one never saw can name
- * what the delete drops ({@link DroppedWork}). A row of a life named before `seen` existed has none.
+ * SEEN_MAX most recent clocks; `board`, what it has of the life's blackboard as `BoardRegistry.boardSeen`
+ * says, when given), so that a replica holding work of that life this one never saw can name what the
+ * delete drops ({@link DroppedWork}). A row of a life named before `seen` existed has neither.
  */
-export function deleteBody(row: SessionRow | undefined): OpBody<'session.delete'> {
+export function deleteBody(row: SessionRow | undefined, board?: string): OpBody<'session.delete'> {
   if (!row?.seen) return {};
-  if (row.seen.length <= SEEN_MAX) return { seen: [...row.seen] };
+  const withBoard = board === undefined ? {} : { board };
+  if (row.seen.length <= SEEN_MAX) return { seen: [...row.seen], ...withBoard };
   // Kept by recency: a clock left out counts as unseen, so its work would be named even if it was seen.
   const recent = [...row.seen].sort((a, b) => (a < b ? 1 : a > b ? -1 : 0)).slice(0, SEEN_MAX);
-  return { seen: recent.sort((a, b) => (clockOf(a) < clockOf(b) ? -1 : 1)) };
+  return { seen: recent.sort((a, b) => (clockOf(a) < clockOf(b) ? -1 : 1)), ...withBoard };
 }
 
 function newSessionRow(op: OpOf<'session.create'>): SessionRow {

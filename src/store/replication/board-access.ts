@@ -51,7 +51,7 @@ export function syncBoards(store: StoreContext, userId: string, notices: BoardNo
       // stored row names the current one (lives are told apart by name, not ordered by it).
       const stale = store.boards.openLife(userId, sessionId);
       if (stale !== undefined && stale !== lifeOf(row)) await store.boards.destroy(userId, sessionId, stale);
-      const lease = store.boards.acquire(userId, sessionId);
+      const lease = store.boards.acquire(userId, sessionId, lifeOf(row));
       try {
         await lease.blackboard.whenLoaded;
         await lease.blackboard.flushed();

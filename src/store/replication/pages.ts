@@ -10,6 +10,7 @@ import { TabulaError } from '../../core/errors.js';
 import { hlcOf, parseHlc } from '../../core/hlc.js';
 import type { Op, OpKind } from '../../core/ops.js';
 import { afterCommit } from '../after-commit.js';
+import { mapStorageError } from '../errors.js';
 import { applyOps, StaleKnownRow, type ApplyOptions, type DroppedWork, type SaveConflict } from '../apply/index.js';
 import type { DroppedWorkInfo, SaveConflictInfo } from '../changes.js';
 import { sessionTables } from '../db/schema.js';
@@ -114,6 +115,8 @@ export async function applyPage(target: PageTarget, page: PulledPage, from?: { r
     if (error instanceof NotTaken) return error.outcome;
     throw error;
   }
+  // Before the page's board updates: opening a board of the new life closes the ended life's here.
+  const withBoards = await compareBoards(store, dropped);
   for (const [sessionId, updates] of boards) {
     // A board of a session that does not exist here (deleted on this device) has nowhere to go.
     const board = await target.boards.open(sessionId);
@@ -136,12 +139,37 @@ export async function applyPage(target: PageTarget, page: PulledPage, from?: { r
   // What this device writes next follows what it has seen, in whichever session (another device's
   // writes within the clock's precision would otherwise be ordered after this device's later ones).
   for (const op of ops) store.clock.receive(hlcOf(op.order));
-  afterCommit(store, { origin: 'remote', rows: settled, changes: await changesOf(store, applied, conflicts, dropped) });
+  afterCommit(store, { origin: 'remote', rows: settled, changes: await changesOf(store, applied, conflicts, withBoards) });
   return 'applied';
 }
 
+/** Work a delete dropped, its board compared: the keys of the ended life's board its deleter never saw. */
+type ComparedWork = Omit<DroppedWork, 'board'> & { readonly blackboard: readonly string[] };
+
+/**
+ * The work the page's deletes dropped, with the board of each ended life compared with what its deleter
+ * had (`DroppedWork.board`): after the ops' transaction (the boards are in databases of their own) and
+ * before anything deletes the ended life's board (after-commit.ts, once the change is out). Work left
+ * with nothing named is left out. A board that cannot be read names nothing; the failure is reported.
+ */
+async function compareBoards(store: StoreContext, dropped: readonly DroppedWork[]): Promise<ComparedWork[]> {
+  const compared: ComparedWork[] = [];
+  for (const { board, ...work } of dropped) {
+    let blackboard: string[] = [];
+    if (board) {
+      try {
+        blackboard = await store.boards.unseenKeys(work.userId, work.sessionId, board.life, board.seen);
+      } catch (error) {
+        store.onError(mapStorageError(error, `read the blackboard of session "${work.sessionId}" that a delete from another device ended`));
+      }
+    }
+    if (work.messages.length > 0 || work.memory.length > 0 || work.notes.length > 0 || work.state || blackboard.length > 0) compared.push({ ...work, blackboard });
+  }
+  return compared;
+}
+
 /** The changes a page made, one per session: the kinds of op applied, a save of this device's that lost, the work a delete dropped. */
-async function changesOf(store: StoreContext, applied: readonly Op[], conflicts: readonly SaveConflict[], dropped: readonly DroppedWork[]) {
+async function changesOf(store: StoreContext, applied: readonly Op[], conflicts: readonly SaveConflict[], dropped: readonly ComparedWork[]) {
   const bySession = new Map<string, { userId: string; sessionId: string; kinds: Set<OpKind>; conflict?: SaveConflictInfo; dropped?: DroppedWorkInfo }>();
   const entryOf = (userId: string, sessionId: string) => {
     const key = JSON.stringify([userId, sessionId]);
@@ -154,12 +182,18 @@ async function changesOf(store: StoreContext, applied: readonly Op[], conflicts:
   for (const { userId, sessionId, lost, won } of conflicts) {
     if (await isLocalOrder(store, lost.order)) entryOf(userId, sessionId).conflict = { version: lost.version, local: lost.state, remote: won.state };
   }
-  for (const { userId, sessionId, messages, memory, notes, state } of dropped) {
+  for (const { userId, sessionId, messages, memory, notes, state, blackboard } of dropped) {
     const entry = entryOf(userId, sessionId);
     const before = entry.dropped;
-    entry.dropped = before
-      ? { messages: [...before.messages, ...messages], memory: [...before.memory, ...memory], notes: [...before.notes, ...notes], state: before.state || state }
-      : { messages, memory, notes, state };
+    const keys = [...new Set([...(before?.blackboard ?? []), ...blackboard])].sort();
+    entry.dropped = {
+      messages: [...(before?.messages ?? []), ...messages],
+      memory: [...(before?.memory ?? []), ...memory],
+      notes: [...(before?.notes ?? []), ...notes],
+      state: (before?.state ?? false) || state,
+      // Absent when no key is named: what the change said before boards were compared.
+      ...(keys.length > 0 ? { blackboard: keys } : {}),
+    };
   }
   return [...bySession.values()].map(({ kinds, ...change }) => ({ ...change, kinds: [...kinds] }));
 }

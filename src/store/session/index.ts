@@ -174,7 +174,9 @@ export function createSessionHandle(init: SessionHandleInit): { session: Session
   const release = releaser(slot, unsubscribers);
   const lease = (): BoardLease => {
     if (!slot.lease) {
-      slot.lease = store.boards.acquire(userId, sessionId);
+      // Of the handle's life only: a handle whose session was deleted (and perhaps created again) gets a
+      // board that refuses writes with session/not-found, not the new life's.
+      slot.lease = store.boards.acquire(userId, sessionId, life);
       // Touched after close(): hand back a board that refuses use, holding nothing open.
       if (closed) void slot.lease.release();
       else init.onBoard?.(slot.lease.blackboard, session);
