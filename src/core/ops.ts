@@ -96,13 +96,16 @@ export function emptyStateFields(): StateFields {
   return { summary: null, tasks: null, plan: null, permissions: null, tools: [], context: {} };
 }
 
+/** A message as a checkpoint holds it: its id, order key, creation time and status with it. */
+export const CheckpointMessageSchema = z.strictObject({ id: IdSchema, order: OrderKeySchema, createdAt: z.number(), status: MessageStatusSchema, message: MessageSchema });
+/** A message as a checkpoint holds it. */
+export type CheckpointMessage = z.infer<typeof CheckpointMessageSchema>;
+
 /** What a checkpoint freezes: enough to put the session back as it was. */
 export const CheckpointSnapshotSchema = z.strictObject({
   prefix: PrefixDataSchema,
   state: StateFieldsSchema,
-  messages: z.array(
-    z.strictObject({ id: IdSchema, order: OrderKeySchema, createdAt: z.number(), status: MessageStatusSchema, message: MessageSchema }),
-  ),
+  messages: z.array(CheckpointMessageSchema),
 });
 /** What a checkpoint freezes: the prefix, the state fields and the messages with their ids, order keys and status. */
 export type CheckpointSnapshot = z.infer<typeof CheckpointSnapshotSchema>;
@@ -161,7 +164,24 @@ const bodies = {
   }),
   'memory.set': z.strictObject({ scope: MemoryScopeSchema, key: MemoryKeySchema, value: JsonValueSchema }),
   'memory.delete': z.strictObject({ scope: MemoryScopeSchema, key: MemoryKeySchema }),
-  'checkpoint.create': z.strictObject({ id: IdSchema, label: z.nullable(z.string()), at: z.number(), snapshot: CheckpointSnapshotSchema }),
+  // A checkpoint larger than one op may be (the sync server's body limit) is written as its head, this op,
+  // whose snapshot holds the first messages and whose `count` is the number of messages the checkpoint
+  // holds, followed by checkpoint.part ops with the rest. Without `count`, the snapshot holds them all.
+  'checkpoint.create': z.strictObject({
+    id: IdSchema,
+    label: z.nullable(z.string()),
+    at: z.number(),
+    snapshot: CheckpointSnapshotSchema,
+    count: z.optional(z.number().check(z.int(), z.nonnegative())),
+  }),
+  // Messages `from`, `from + 1`… of the checkpoint `id` (positions in the whole snapshot's messages: the
+  // head's come first, at 0). A part is placed by position, not by a part number, so any split of one
+  // checkpoint (another device's re-upload of it, say) assembles to the same snapshot.
+  'checkpoint.part': z.strictObject({
+    id: IdSchema,
+    from: z.number().check(z.int(), z.nonnegative()),
+    messages: z.array(CheckpointMessageSchema).check(z.minLength(1)),
+  }),
   // `base`: as a state.save's.
   'checkpoint.restore': z.strictObject({ id: IdSchema, version: z.number().check(z.int(), z.positive()), base: z.optional(BaseSchema) }),
   // Removes one message for good: a tombstone keeps a replayed or late append of that id from bringing it back.
@@ -172,7 +192,7 @@ type Bodies = typeof bodies;
 /**
  * Every kind of op: `session.create`, `session.delete`, `session.clear`, `message.append`,
  * `message.update`, `message.remove`, `prefix.set`, `state.save`, `journal.append`, `journal.commit`,
- * `note.add`, `memory.set`, `memory.delete`, `checkpoint.create`, `checkpoint.restore`.
+ * `note.add`, `memory.set`, `memory.delete`, `checkpoint.create`, `checkpoint.part`, `checkpoint.restore`.
  */
 export type OpKind = keyof Bodies;
 /** The body of an op of kind K. */
