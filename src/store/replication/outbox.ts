@@ -66,21 +66,13 @@ export function checkOpSize(op: Op): void {
     const size = utf8Length(JSON.stringify(value) ?? '');
     if (size > fieldBytes) [field, fieldBytes] = [key, size];
   }
-  // A checkpoint is split into ops under the limit (splitCheckpoint): one over it holds a message too large
-  // for any op (as its append would have been), or a prefix and state too large for one.
-  const messages = op.kind === 'checkpoint.part' ? op.body.messages : op.kind === 'checkpoint.create' ? op.body.snapshot.messages : [];
-  const largest = messages.reduce<{ id: string; bytes: number } | undefined>((found, m) => {
-    const size = utf8Length(JSON.stringify(m));
-    return found && found.bytes >= size ? found : { id: m.id, bytes: size };
-  }, undefined);
-  if (largest && largest.bytes + 4096 > MAX_OP_BYTES) [field, fieldBytes] = [`messages, message "${largest.id}"`, largest.bytes];
-  const checkpoint = largest && largest.bytes + 4096 > MAX_OP_BYTES
-    ? `a checkpoint is split into ops under the limit, but message "${largest.id}" alone is over it (its append would have been refused too): remove it or shorten it, then checkpoint again`
-    : 'a checkpoint is split into ops under the limit, but its prefix and state alone are over it: compact the state or the grounding before checkpointing';
+  // A checkpoint is split into ops under the limit by whole messages (splitCheckpoint): one over it holds a
+  // message too large for any op (as its append would have been), named here, or a prefix and state that are.
+  if (op.kind === 'checkpoint.part' && op.body.messages.length === 1) field = `messages, message "${op.body.messages[0]?.id}"`;
   const hint: Partial<Record<Op['kind'], string>> = {
     'message.append': 'keep large files out of messages (store them elsewhere and put their URL in the message, not a data: URL)',
-    'checkpoint.create': checkpoint,
-    'checkpoint.part': checkpoint,
+    'checkpoint.create': 'compact the prefix and state before checkpointing',
+    'checkpoint.part': 'remove or shorten the message named (a checkpoint is split by whole messages)',
     'journal.append': 'apply the journal entries in smaller batches',
     'memory.set': 'keep smaller values in memory (a large value belongs in a file of its own)',
   };

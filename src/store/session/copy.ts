@@ -152,11 +152,7 @@ export async function restoreCheckpoint(scope: HandleScope, checkpointId: unknow
     }
     checkRow('checkpoints', checkpointId, checkpoint);
     if (checkpoint.pending) {
-      const here = checkpoint.snapshot.messages.length + checkpoint.pending.chunks.reduce((sum, chunk) => sum + chunk.messages.length, 0);
-      throw new TabulaError(
-        'checkpoint/incomplete',
-        `Checkpoint ${JSON.stringify(checkpointId)} of ${label} is still arriving from sync (about ${Math.min(here, checkpoint.pending.count)} of its ${checkpoint.pending.count} messages are here); restore it once sync has brought the rest (session.checkpoints() lists it then).`,
-      );
+      throw new TabulaError('checkpoint/incomplete', `Checkpoint ${JSON.stringify(checkpointId)} of ${label} is still arriving from sync; restore it once session.checkpoints() lists it.`);
     }
     await tx.emit('checkpoint.restore', { id: checkpointId, version: row.version + 1, base: row.versionOrder ?? '' });
   });
