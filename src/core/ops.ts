@@ -96,19 +96,20 @@ export function emptyStateFields(): StateFields {
   return { summary: null, tasks: null, plan: null, permissions: null, tools: [], context: {} };
 }
 
-/** A message as a checkpoint holds it: its id, order key, creation time and status with it. */
-export const CheckpointMessageSchema = z.strictObject({ id: IdSchema, order: OrderKeySchema, createdAt: z.number(), status: MessageStatusSchema, message: MessageSchema });
-/** A message as a checkpoint holds it. */
-export type CheckpointMessage = z.infer<typeof CheckpointMessageSchema>;
-
 /** What a checkpoint freezes: enough to put the session back as it was. */
 export const CheckpointSnapshotSchema = z.strictObject({
   prefix: PrefixDataSchema,
   state: StateFieldsSchema,
-  messages: z.array(CheckpointMessageSchema),
+  messages: z.array(
+    z.strictObject({ id: IdSchema, order: OrderKeySchema, createdAt: z.number(), status: MessageStatusSchema, message: MessageSchema }),
+  ),
 });
 /** What a checkpoint freezes: the prefix, the state fields and the messages with their ids, order keys and status. */
 export type CheckpointSnapshot = z.infer<typeof CheckpointSnapshotSchema>;
+/** A message as a checkpoint holds it (one of its snapshot's `messages`): its id, order key, creation time and status with it. */
+export const CheckpointMessageSchema = CheckpointSnapshotSchema.shape.messages.def.element;
+/** A message as a checkpoint holds it: its id, order key, creation time (ms since the epoch) and status with it. */
+export type CheckpointMessage = z.infer<typeof CheckpointMessageSchema>;
 
 const bodies = {
   'session.create': z.strictObject({ createdAt: z.number(), forkOf: z.nullable(z.strictObject({ sessionId: z.string(), userId: z.string() })) }),
