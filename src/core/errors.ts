@@ -18,6 +18,7 @@ export type ErrorCode =
   | 'session/not-found'
   | 'session/exists'
   | 'checkpoint/not-found'
+  | 'checkpoint/incomplete'
   | 'run/busy'
   | 'run/nested'
   | 'run/interrupted'

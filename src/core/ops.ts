@@ -120,6 +120,10 @@ export const CheckpointSnapshotSchema = z.strictObject({
  * @useDeclaredType
  */
 export type CheckpointSnapshot = z.infer<typeof CheckpointSnapshotSchema>;
+/** A message as a checkpoint holds it (one of its snapshot's `messages`): its id, order key, creation time and status with it. */
+export const CheckpointMessageSchema = CheckpointSnapshotSchema.shape.messages.def.element;
+/** A message as a checkpoint holds it: its id, order key, creation time (ms since the epoch) and status with it. */
+export type CheckpointMessage = z.infer<typeof CheckpointMessageSchema>;
 
 const bodies = {
   'session.create': z.strictObject({ createdAt: z.number(), forkOf: z.nullable(z.strictObject({ sessionId: z.string(), userId: z.string() })) }),
@@ -182,7 +186,24 @@ const bodies = {
   }),
   'memory.set': z.strictObject({ scope: MemoryScopeSchema, key: MemoryKeySchema, value: JsonValueSchema }),
   'memory.delete': z.strictObject({ scope: MemoryScopeSchema, key: MemoryKeySchema }),
-  'checkpoint.create': z.strictObject({ id: IdSchema, label: z.nullable(z.string()), at: z.number(), snapshot: CheckpointSnapshotSchema }),
+  // A checkpoint larger than one op may be (the sync server's body limit) is written as its head, this op,
+  // whose snapshot holds the first messages and whose `count` is the number of messages the checkpoint
+  // holds, followed by checkpoint.part ops with the rest. Without `count`, the snapshot holds them all.
+  'checkpoint.create': z.strictObject({
+    id: IdSchema,
+    label: z.nullable(z.string()),
+    at: z.number(),
+    snapshot: CheckpointSnapshotSchema,
+    count: z.optional(z.number().check(z.int(), z.nonnegative())),
+  }),
+  // Messages `from`, `from + 1`… of the checkpoint `id` (positions in the whole snapshot's messages: the
+  // head's come first, at 0). A part is placed by position, not by a part number, so any split of one
+  // checkpoint (another device's re-upload of it, say) assembles to the same snapshot.
+  'checkpoint.part': z.strictObject({
+    id: IdSchema,
+    from: z.number().check(z.int(), z.nonnegative()),
+    messages: z.array(CheckpointMessageSchema).check(z.minLength(1)),
+  }),
   // `base`: as a state.save's.
   'checkpoint.restore': z.strictObject({ id: IdSchema, version: z.number().check(z.int(), z.positive()), base: z.optional(BaseSchema) }),
   // Removes one message for good: a tombstone keeps a replayed or late append of that id from bringing it back.
@@ -193,7 +214,7 @@ type Bodies = typeof bodies;
 /**
  * Every kind of op: `session.create`, `session.delete`, `session.clear`, `message.append`,
  * `message.update`, `message.remove`, `prefix.set`, `state.save`, `journal.append`, `journal.commit`,
- * `note.add`, `memory.set`, `memory.delete`, `checkpoint.create`, `checkpoint.restore`.
+ * `note.add`, `memory.set`, `memory.delete`, `checkpoint.create`, `checkpoint.part`, `checkpoint.restore`.
  */
 export type OpKind = keyof Bodies;
 /** The body of an op of kind K. */

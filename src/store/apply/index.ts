@@ -19,6 +19,11 @@
  *   per message id in an update register even when they arrived first, and
  *   a message removed by a remove ordered after the restore is not restored
  *   (the remove's tombstone stays, whichever arrives first);
+ * - a checkpoint too large for one op comes as its head and parts, each
+ *   placing its messages by position; it is listed and restorable once
+ *   every position has its message, a part applied twice adds nothing, and
+ *   a restore that comes before the checkpoint is whole waits with it and
+ *   is applied when the last part comes (as if it had come then);
  * - a note or journal entry named by its op (an import's) is stored once:
  *   a note where the first in order puts it;
  * - a journal commit names the last entry it covers; the watermark counts
@@ -35,7 +40,8 @@
  *   of that life the deleter never saw can name it (DroppedWork).
  * A session.create must still reach a replica before the ops made after it
  * (sync delivers each device's ops in order, and another device writes to a
- * life only after it has the create). Ops written before lives were named
+ * life only after it has the create), and a checkpoint's head before its
+ * parts (they come from one device's one write, in order). Ops written before lives were named
  * (no `after`) keep the older rules: a create ordered after the tombstone
  * starts a life, ops ordered before the session's create are dropped.
  *
@@ -54,7 +60,7 @@ import { type SessionRow } from '../db/rows.js';
 import type { KnownRows } from '../known-rows.js';
 import { dexieRequests } from '../requests.js';
 import { appendMessage, applyAppends, type AppendOp } from './appends.js';
-import { createCheckpoint, restoreCheckpoint } from './checkpoints.js';
+import { addCheckpointPart, createCheckpoint, restoreCheckpoint } from './checkpoints.js';
 import { appendJournal, commitJournal } from './journal.js';
 import * as legacy from './legacy.js';
 import { createSession, enterLife, sameLife, touch, type DroppedWork } from './lives.js';
@@ -168,6 +174,7 @@ const RULES: { readonly [K in RowKind]: Rule<K> } = {
   'memory.set': setMemory,
   'memory.delete': setMemory,
   'checkpoint.create': createCheckpoint,
+  'checkpoint.part': addCheckpointPart,
   'checkpoint.restore': restoreCheckpoint,
 };
 

@@ -17,7 +17,7 @@ import { TabulaError, describeIssues } from '../../core/errors.js';
 import { JsonValueSchema, type JsonValue } from '../../core/json.js';
 import { MessageSchema } from '../../core/message.js';
 import { safeParse } from '../../core/validation.js';
-import { CheckpointSnapshotSchema, MessageStatusSchema, OpSchema, PrefixDataSchema, StateFieldsSchema, type Op } from '../../core/ops.js';
+import { CheckpointMessageSchema, CheckpointSnapshotSchema, MessageStatusSchema, OpSchema, PrefixDataSchema, StateFieldsSchema, type Op } from '../../core/ops.js';
 
 const OrderSchema = z.string().check(z.minLength(1));
 const CountSchema = z.number().check(z.int(), z.nonnegative());
@@ -174,6 +174,19 @@ const CheckpointRowSchema = z.object({
   at: z.number(),
   order: OrderSchema,
   snapshot: CheckpointSnapshotSchema,
+  /**
+   * Present while the checkpoint is still arriving (its head came, some of its parts not yet): `snapshot`
+   * holds the head's messages, `count` how many the whole checkpoint holds, `chunks` the parts that came
+   * (by position), `restores` the checkpoint.restore ops that came before it was complete, applied once it
+   * is. A complete row has none: it is the whole checkpoint, as one op would have made it.
+   */
+  pending: z.optional(
+    z.object({
+      count: CountSchema,
+      chunks: z.array(z.object({ from: CountSchema, messages: z.array(CheckpointMessageSchema) })),
+      restores: z.array(OpSchema),
+    }),
+  ),
 });
 /** A row of the `checkpoints` table: one checkpoint of a session, with what it froze. */
 export type CheckpointRow = z.infer<typeof CheckpointRowSchema>;

@@ -9,7 +9,7 @@
  */
 import { TabulaError } from '../../core/errors.js';
 import type { JsonValue } from '../../core/json.js';
-import type { Op } from '../../core/ops.js';
+import type { CheckpointMessage, CheckpointSnapshot, Op, OpBody } from '../../core/ops.js';
 import type { WriteRequests } from '../requests.js';
 import { checkRow, type OutboxRow } from '../db/rows.js';
 import { userOutbox, type TabulaDb } from '../db/schema.js';
@@ -66,9 +66,13 @@ export function checkOpSize(op: Op): void {
     const size = utf8Length(JSON.stringify(value) ?? '');
     if (size > fieldBytes) [field, fieldBytes] = [key, size];
   }
+  // A checkpoint is split into ops under the limit by whole messages (splitCheckpoint): one over it holds a
+  // message too large for any op (as its append would have been), named here, or a prefix and state that are.
+  if (op.kind === 'checkpoint.part' && op.body.messages.length === 1) field = `messages, message "${op.body.messages[0]?.id}"`;
   const hint: Partial<Record<Op['kind'], string>> = {
     'message.append': 'keep large files out of messages (store them elsewhere and put their URL in the message, not a data: URL)',
-    'checkpoint.create': 'a checkpoint holds the whole session: compact or clear the context before checkpointing it',
+    'checkpoint.create': 'compact the prefix and state before checkpointing',
+    'checkpoint.part': 'remove or shorten the message named (a checkpoint is split by whole messages)',
     'journal.append': 'apply the journal entries in smaller batches',
     'memory.set': 'keep smaller values in memory (a large value belongs in a file of its own)',
   };
@@ -76,6 +80,51 @@ export function checkOpSize(op: Op): void {
     'sync/too-large',
     `The ${op.kind} of session "${op.sessionId}" of user "${op.userId}" is ${bytes} bytes as JSON (body.${field}: ${fieldBytes}), over the ${MAX_OP_BYTES} bytes one op may hold to sync (the sync server takes bodies of at most 1 MiB); nothing of this write was stored. ${hint[op.kind] ?? 'Write less at once'}.`,
   );
+}
+
+/** Room left in every op for what its body does not hold (id, kind, user, session, order, life) beyond their measured size: a copy (adopt) may rename the user. */
+const ENVELOPE_SLACK_BYTES = 2048;
+
+/**
+ * The ops a checkpoint is written as: its head (`checkpoint.create`: prefix, state, label, time and the
+ * first messages) and, when the whole would be over {@link MAX_OP_BYTES}, `checkpoint.part` bodies with
+ * the rest, each under the limit, in order (the head's `count` says how many messages there are in all).
+ * Every message goes whole into one op: one that alone is over the limit goes into a part of its own,
+ * which a synced write then refuses by its id ({@link checkOpSize}), as its append would have been. The
+ * split depends only on what it is given, so every device that re-uploads a checkpoint splits it alike
+ * (and a replica assembles any split by position anyway).
+ */
+export function splitCheckpoint(
+  target: { userId: string; sessionId: string; after?: string },
+  head: { id: string; label: string | null; at: number; prefix: CheckpointSnapshot['prefix']; state: CheckpointSnapshot['state'] },
+  messages: readonly CheckpointMessage[],
+): { create: OpBody<'checkpoint.create'>; parts: OpBody<'checkpoint.part'>[] } {
+  const { id, label, at, prefix, state } = head;
+  const whole: OpBody<'checkpoint.create'> = { id, label, at, snapshot: { prefix, state, messages: [...messages] } };
+  // An op id and an order key of their greatest lengths: the envelope measured is never smaller than the one written.
+  const envelope = (body: unknown) => utf8Length(JSON.stringify({ id: 'x'.repeat(128), kind: 'checkpoint.create', userId: target.userId, sessionId: target.sessionId, order: 'x'.repeat(96), after: target.after ?? 'x'.repeat(96), body })) + ENVELOPE_SLACK_BYTES;
+  const sizes = messages.map((m) => utf8Length(JSON.stringify(m)) + 1);
+  const headBytes = envelope({ ...whole, snapshot: { prefix, state, messages: [] }, count: messages.length });
+  if (headBytes + sizes.reduce((sum, size) => sum + size, 0) <= MAX_OP_BYTES) return { create: whole, parts: [] };
+  const partBytes = envelope({ id, from: messages.length, messages: [] });
+  const chunks: { from: number; end: number }[] = [];
+  let from = 0;
+  let bytes = headBytes;
+  for (const [index, size] of sizes.entries()) {
+    // A message starts a new part when it does not fit in this one (and this one has some, or is the head).
+    if (bytes + size > MAX_OP_BYTES && (index > from || chunks.length === 0)) {
+      chunks.push({ from, end: index });
+      from = index;
+      bytes = partBytes;
+    }
+    bytes += size;
+  }
+  chunks.push({ from, end: messages.length });
+  const [first, ...rest] = chunks as [{ from: number; end: number }, ...{ from: number; end: number }[]];
+  return {
+    create: { id, label, at, snapshot: { prefix, state, messages: messages.slice(first.from, first.end) }, count: messages.length },
+    parts: rest.map((chunk) => ({ id, from: chunk.from, messages: messages.slice(chunk.from, chunk.end) })),
+  };
 }
 
 /** Bytes of `text` in UTF-8 (a lone surrogate counts as the 3 bytes of U+FFFD, as TextEncoder writes it). */

@@ -22,7 +22,7 @@ import { sessionRange, sessionTables, userOutbox, userSessionRows, type TabulaDb
 import { type SessionRow } from '../db/rows.js';
 import { dexieRequests } from '../requests.js';
 import { BOARD_QUEUED_PREFIX, syncNames } from './keys.js';
-import { queueOutbox } from './outbox.js';
+import { queueOutbox, splitCheckpoint } from './outbox.js';
 
 /**
  * Queues the ops that rebuild every session of `userId`, once per profile and user, in one transaction,
@@ -122,8 +122,19 @@ export async function sessionOps(db: TabulaDb, row: SessionRow): Promise<Op[]> {
   if (row.prefixOrder !== '') op('prefix.set', row.prefixOrder, { prefix: row.prefix });
   // With the base the save named: a replica where another save stands tells from it whether it was built on that one.
   if (row.version > 0) op('state.save', row.versionOrder || row.createdOrder, { version: row.version, patch: row.state, ...(row.versionBase === undefined ? {} : { base: row.versionBase }) });
+  // Split as a checkpoint is written (splitCheckpoint), its parts at its head's order key: a replica that
+  // saw the head saw them. One still arriving goes as it is here, head and parts, with the restores waiting for it.
   for (const checkpoint of checkpoints) {
-    op('checkpoint.create', checkpoint.order, { id: checkpoint.id, label: checkpoint.label, at: checkpoint.at, snapshot: checkpoint.snapshot });
+    const { id, label, at, snapshot, pending } = checkpoint;
+    if (pending) {
+      op('checkpoint.create', checkpoint.order, { id, label, at, snapshot, count: pending.count });
+      for (const chunk of pending.chunks) op('checkpoint.part', checkpoint.order, { id, from: chunk.from, messages: chunk.messages });
+      for (const restore of pending.restores) ops.push({ ...restore, userId, sessionId, ...life });
+      continue;
+    }
+    const { create, parts } = splitCheckpoint({ userId, sessionId, ...life }, { id, label, at, prefix: snapshot.prefix, state: snapshot.state }, snapshot.messages);
+    op('checkpoint.create', checkpoint.order, create);
+    for (const part of parts) op('checkpoint.part', checkpoint.order, part);
   }
   // A reply still streaming travels when it is finished (its final update carries it whole).
   for (const m of messages) {

@@ -18,6 +18,7 @@ import { IMPORTED } from '../apply/index.js';
 import { checkRow, type MessageRow } from '../db/rows.js';
 import { sessionRange } from '../db/schema.js';
 import { mapStorageError } from '../errors.js';
+import { splitCheckpoint } from '../replication/outbox.js';
 import { newId } from '../ids.js';
 import { checkMessageRow } from '../message-row.js';
 import type { CheckpointInfo } from '../types.js';
@@ -115,25 +116,26 @@ export async function createCheckpoint(scope: HandleScope, checkpointLabel: unkn
     const rows = await messageRows(scope).toArray();
     const id = newId();
     const at = Date.now();
-    await tx.emit('checkpoint.create', {
-      id,
-      label: checkpointLabel ?? null,
-      at,
-      snapshot: {
-        prefix: row.prefix,
-        state: row.state,
-        messages: rows.map(copiedMessage),
-      },
-    });
+    // A long chat is over the size one op may hold to sync: its head and parts, each under it, in one write.
+    const { create, parts } = splitCheckpoint(
+      { userId: scope.userId, sessionId: scope.sessionId, ...(row.after === undefined ? {} : { after: row.after }) },
+      { id, label: checkpointLabel ?? null, at, prefix: row.prefix, state: row.state },
+      rows.map(copiedMessage),
+    );
+    await tx.emit('checkpoint.create', create);
+    for (const part of parts) await tx.emit('checkpoint.part', part);
     return Object.freeze({ id, label: checkpointLabel ?? null, at });
   });
 }
 
-/** `session.checkpoints()`: the session's checkpoints, oldest first. */
+/** `session.checkpoints()`: the session's checkpoints, oldest first (one still arriving from sync is not listed yet). */
 export async function listCheckpoints(scope: HandleScope): Promise<CheckpointInfo[]> {
   const { store: { db }, userId, sessionId } = scope;
   const rows = await scope.read('list checkpoints', () => db.checkpoints.where('[userId+sessionId]').equals([userId, sessionId]).toArray());
-  return rows.sort((a, b) => (a.order < b.order ? -1 : 1)).map(({ id, label: l, at }) => Object.freeze({ id, label: l, at }));
+  return rows
+    .filter((row) => row.pending === undefined)
+    .sort((a, b) => (a.order < b.order ? -1 : 1))
+    .map(({ id, label: l, at }) => Object.freeze({ id, label: l, at }));
 }
 
 /** `session.restore(checkpointId)`: puts the checkpoint's messages, prefix and state back, as a new version. */
@@ -149,6 +151,9 @@ export async function restoreCheckpoint(scope: HandleScope, checkpointId: unknow
       throw new TabulaError('checkpoint/not-found', `${label} has no checkpoint ${JSON.stringify(checkpointId)}; list them with session.checkpoints().`);
     }
     checkRow('checkpoints', checkpointId, checkpoint);
+    if (checkpoint.pending) {
+      throw new TabulaError('checkpoint/incomplete', `Checkpoint ${JSON.stringify(checkpointId)} of ${label} is still arriving from sync; restore it once session.checkpoints() lists it.`);
+    }
     await tx.emit('checkpoint.restore', { id: checkpointId, version: row.version + 1, base: row.versionOrder ?? '' });
   });
 }
