@@ -1,5 +1,5 @@
 /**
- * The convergence rules of DESIGN §3.5 on the cases that diverged before
+ * The convergence rules (docs/architecture.md, Convergence) on the cases that diverged before
  * (the property test in idempotence.property.test.ts covers the whole class):
  * an update before its append, a commit before its journal entries, two
  * devices saving the same version. Ops are applied to a database the way

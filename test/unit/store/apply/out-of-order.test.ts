@@ -418,7 +418,7 @@ describe('applyOps: restores, deletes and same-version saves converge', () => {
     expect(expected).toBeNull();
   });
 
-  // DESIGN.md: "a state.save wins over another when its (version, order) is higher". Two devices that
+  // docs/architecture.md, Convergence: the greatest (version, order) wins on every replica. Two devices that
   // both save version 1 keep whichever arrived first, so the replicas disagree for good.
   it('two saves of the same version: the one with the greater order wins everywhere', async () => {
     const { expected } = await converge([[create(at(1)), save(at(5, 'b'), 1, { summary: 'from b' })], [save(at(3), 1, { summary: 'from a' })]]);
